@@ -1,0 +1,60 @@
+"""Command line of the lab: ``python -m lab {install,up,down,status,env}``."""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import cluster, install, paths
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__)
+    parser.add_argument("--state", type=Path, default=paths.default_state_dir(),
+                        help="state folder of this lab (default: %(default)s; env TFOPS_LAB_STATE)")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("install", help="install packages, build and cache the binaries (idempotent)")
+    p_up = sub.add_parser("up", help="start the lab; returns when the API server is ready")
+    p_up.add_argument("--nodes", type=int, default=3, help="GPU nodes (default %(default)s)")
+    p_up.add_argument("--cpu-nodes", type=int, default=1)
+    p_up.add_argument("--ready-delay", type=float, default=0.5,
+                      help="seconds from bound to Ready for a Pod")
+    p_up.add_argument("--no-node-lifecycle", action="store_true",
+                      help="leave out the node-lifecycle controller (for very large node counts)")
+    sub.add_parser("down", help="stop exactly the processes this lab started; remove its state")
+    sub.add_parser("status", help="print the lab's state as JSON")
+    sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "install":
+            install.ensure_all()
+        elif args.cmd == "up":
+            started = time.monotonic()
+            state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
+                               ready_delay=args.ready_delay,
+                               node_lifecycle=not args.no_node_lifecycle)
+            print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
+                  f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
+        elif args.cmd == "down":
+            cluster.down(args.state)
+        elif args.cmd == "status":
+            info = cluster.status(args.state)
+            print(json.dumps(info, indent=2))
+            return 0 if info["running"] else 1
+        elif args.cmd == "env":
+            state = cluster.load_state(args.state.resolve())
+            if not state:
+                print(f"no lab in {args.state}", file=sys.stderr)
+                return 1
+            print(f"export KUBECONFIG={state['kubeconfig']}")
+            print(f"export TFOPS_LAB_HELM3={paths.helm_binary('3')}")
+            print(f"export TFOPS_LAB_HELM4={paths.helm_binary('4')}")
+            print(f"export PATH={paths.helm_dir('4')}:$PATH")
+    except (cluster.LabError, install.InstallError) as exc:
+        print(f"lab: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

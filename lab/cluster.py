@@ -1,0 +1,201 @@
+"""Bring the lab's control plane up and down: etcd, kube-apiserver, kube-controller-manager and
+the kubelet stand-in, on free loopback ports, in a state folder of its own."""
+import json
+import os
+import secrets
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Dict, Optional
+
+from . import certs, install, paths, procs
+
+ADMIN_USER = "tfops-lab-admin"
+
+
+class LabError(RuntimeError):
+    """The lab could not be brought up or down; the message says which part and why."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def load_state(state_dir: Path) -> Optional[Dict]:
+    try:
+        return json.loads((state_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _save_state(state_dir: Path, state: Dict) -> None:
+    tmp = state_dir / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.chmod(0o600)
+    tmp.rename(state_dir / "state.json")
+
+
+def _kubeconfig(server: str, ca: Path, user: Dict) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "tfops-lab",
+        "clusters": [{"name": "tfops-lab", "cluster": {"server": server,
+                                                       "certificate-authority": str(ca)}}],
+        "users": [{"name": ADMIN_USER, "user": user}],
+        "contexts": [{"name": "tfops-lab",
+                      "context": {"cluster": "tfops-lab", "user": ADMIN_USER}}],
+    }, indent=2)
+
+
+def _ssl_context(pki: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(pki / "ca.crt"))
+
+
+def _get(state: Dict, path: str, timeout: float = 2.0):
+    req = urllib.request.Request(state["server"] + path,
+                                 headers={"Authorization": f"Bearer {state['token']}"})
+    ctx = _ssl_context(Path(state["state_dir"]) / "pki")
+    with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
+        return resp.status, resp.read()
+
+
+def _wait_for(what: str, check, state: Dict, deadline: float) -> None:
+    """Start-up readiness is polled: there is nothing to watch before the API server answers."""
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        for rec in state["processes"]:
+            if not procs.alive(rec):
+                raise LabError(f"{rec['name']} exited while waiting for {what}; see "
+                               f"{state['state_dir']}/logs/{rec['name']}.log")
+        try:
+            if check():
+                return
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            last = str(exc)
+        time.sleep(0.1)
+    raise LabError(f"timed out waiting for {what} (last: {last}); logs in {state['state_dir']}/logs")
+
+
+def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
+       node_lifecycle: bool = True, timeout: float = 120.0) -> Dict:
+    state_dir = Path(state_dir).resolve()
+    existing = load_state(state_dir)
+    if existing and all(procs.alive(r) for r in existing["processes"]):
+        return existing
+    if existing:
+        down(state_dir)
+    install.ensure_all()
+    bin_dir = paths.kube_bin_dir()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o700)
+    pki = state_dir / "pki"
+    certs.make_pki(pki)
+    logs = state_dir / "logs"
+    token = secrets.token_hex(24)
+    (state_dir / "tokens.csv").write_text(f'{token},{ADMIN_USER},tfops-lab-admin,"system:masters"\n')
+    (state_dir / "tokens.csv").chmod(0o600)
+    etcd_port, peer_port, api_port, cm_port = (_free_port() for _ in range(4))
+    server = f"https://127.0.0.1:{api_port}"
+    state = {"state_dir": str(state_dir), "server": server, "token": token,
+             "kubeconfig": str(state_dir / "kubeconfig"), "processes": [],
+             "ports": {"etcd": etcd_port, "apiserver": api_port, "controller_manager": cm_port},
+             "nodes": nodes, "cpu_nodes": cpu_nodes}
+    for name, user in (("kubeconfig", {"token": token}),
+                       ("kubeconfig-cert", {"client-certificate": str(pki / "admin.crt"),
+                                            "client-key": str(pki / "admin.key")})):
+        (state_dir / name).write_text(_kubeconfig(server, pki / "ca.crt", user))
+        (state_dir / name).chmod(0o600)
+    try:
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        state["processes"].append(procs.spawn("etcd", [
+            "etcd", "--data-dir", str(state_dir / "etcd"), "--name", "tfops-lab",
+            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-cluster", f"tfops-lab=http://127.0.0.1:{peer_port}",
+            "--listen-metrics-urls", f"http://127.0.0.1:{_free_port()}",
+            "--quota-backend-bytes", str(4 * 1024 ** 3)], logs))
+        _save_state(state_dir, state)
+        state["processes"].append(procs.spawn("kube-apiserver", [
+            str(bin_dir / "kube-apiserver"), f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={api_port}", "--insecure-port=0",
+            f"--tls-cert-file={pki / 'server.crt'}", f"--tls-private-key-file={pki / 'server.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}", f"--token-auth-file={state_dir / 'tokens.csv'}",
+            "--authorization-mode=RBAC", "--allow-privileged=true",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
+            "--event-ttl=1h", "--v=1"], logs))
+        _save_state(state_dir, state)
+        deadline = time.monotonic() + timeout
+        _wait_for("kube-apiserver /readyz", lambda: _get(state, "/readyz")[0] == 200,
+                  state, deadline)
+        controllers = "*,-nodeipam,-csrsigning" + ("" if node_lifecycle else ",-nodelifecycle")
+        state["processes"].append(procs.spawn("kube-controller-manager", [
+            str(bin_dir / "kube-controller-manager"), f"--kubeconfig={state_dir / 'kubeconfig'}",
+            "--leader-elect=false", f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={pki / 'ca.crt'}", f"--controllers={controllers}",
+            "--port=0", f"--secure-port={cm_port}", "--bind-address=127.0.0.1",
+            f"--cert-dir={state_dir / 'cm-certs'}", "--use-service-account-credentials=false",
+            "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
+            "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"], logs))
+        _save_state(state_dir, state)
+        state["processes"].append(procs.spawn("kubelet", [
+            sys.executable, "-m", "lab.kubelet", "--kubeconfig", str(state_dir / "kubeconfig"),
+            "--gpu-nodes", str(nodes), "--cpu-nodes", str(cpu_nodes),
+            "--ready-delay", str(ready_delay)], logs,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}))
+        _save_state(state_dir, state)
+        _wait_for("the default ServiceAccount", lambda: _get(
+            state, "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, state, deadline)
+        _wait_for(f"{nodes + cpu_nodes} Ready Nodes", lambda: _ready_nodes(state) >= nodes + cpu_nodes,
+                  state, deadline)
+    except BaseException:
+        down(state_dir)
+        raise
+    return state
+
+
+def _ready_nodes(state: Dict) -> int:
+    _, body = _get(state, "/api/v1/nodes")
+    count = 0
+    for node in json.loads(body)["items"]:
+        for cond in node.get("status", {}).get("conditions", []):
+            if cond["type"] == "Ready" and cond["status"] == "True":
+                count += 1
+    return count
+
+
+def down(state_dir: Path) -> None:
+    """Stop exactly the processes this lab started (newest first), then remove its state."""
+    state_dir = Path(state_dir).resolve()
+    state = load_state(state_dir)
+    if state:
+        for rec in reversed(state["processes"]):
+            procs.stop(rec)
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+
+
+def status(state_dir: Path) -> Dict:
+    state = load_state(Path(state_dir).resolve())
+    if not state:
+        return {"running": False, "state_dir": str(state_dir)}
+    procs_alive = {r["name"]: procs.alive(r) for r in state["processes"]}
+    ready = False
+    try:
+        ready = _get(state, "/readyz")[0] == 200
+    except (urllib.error.URLError, OSError):
+        pass
+    return {"running": all(procs_alive.values()) and ready, "state_dir": state["state_dir"],
+            "server": state["server"], "kubeconfig": state["kubeconfig"],
+            "processes": procs_alive, "apiserver_ready": ready}

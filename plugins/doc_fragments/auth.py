@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    # Named and resolved as kubernetes.core names them, so AWX's Kubernetes credential works.
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or the kubeconfig itself as a dictionary.
+      - Credential values inside a dictionary (tokens, client keys, passwords) are hidden from
+        every log and result.
+      - Can also be given with E(K8S_AUTH_KUBECONFIG).
+      - When no authentication option is given at all, in-cluster configuration is tried first,
+        then E(KUBECONFIG) or C(~/.kube/config).
+    type: raw
+  context:
+    description:
+      - The kubeconfig context to use. Can also be given with E(K8S_AUTH_CONTEXT).
+    type: str
+  host:
+    description:
+      - URL of the Kubernetes API server. Can also be given with E(K8S_AUTH_HOST).
+    type: str
+  api_key:
+    description:
+      - Bearer token for the API server. Can also be given with E(K8S_AUTH_API_KEY).
+    type: str
+  ca_cert:
+    description:
+      - Path to a CA certificate that signed the API server's certificate.
+      - Can also be given with E(K8S_AUTH_SSL_CA_CERT).
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - Path to a client certificate. Needs O(client_key). Can also be given with E(K8S_AUTH_CERT_FILE).
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - Path to the key of O(client_cert). Can also be given with E(K8S_AUTH_KEY_FILE).
+    type: path
+    aliases: [key_file]
+  validate_certs:
+    description:
+      - Whether to verify the API server's certificate. Defaults to what the kubeconfig says,
+        which is normally V(true). Can also be given with E(K8S_AUTH_VERIFY_SSL).
+    type: bool
+    aliases: [verify_ssl]
+  proxy:
+    description:
+      - URL of an HTTP proxy to reach the API server through. Can also be given with E(K8S_AUTH_PROXY).
+    type: str
+  impersonate_user:
+    description:
+      - User to impersonate for every request. Can also be given with E(K8S_AUTH_IMPERSONATE_USER).
+    type: str
+  impersonate_groups:
+    description:
+      - Group to impersonate, together with O(impersonate_user). One group is supported.
+      - Can also be given with E(K8S_AUTH_IMPERSONATE_GROUPS).
+    type: list
+    elements: str
+requirements:
+  - kubernetes >= 24.2.0 (Python library)
+notes:
+  - The result's C(api_server) is the resolved API server URL; credentials never appear in a result.
+"""

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes client: discovery and the dynamic client (never a hard-coded API version beyond
+the group), and API errors turned into typed exceptions that name the verb and the resource."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
+    build_api_client,
+    require_kubernetes,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    ApiError,
+    Forbidden,
+)
+
+try:
+    from kubernetes.client.rest import ApiException
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+except ImportError:  # require_kubernetes() reports it
+    ApiException = DynamicApiError = ResourceNotFoundError = None
+
+
+def _status_message(exc):
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            return json.loads(body).get("message") or str(body)
+        except (ValueError, TypeError, AttributeError):
+            return str(body)
+    return getattr(exc, "reason", None) or str(exc)
+
+
+def api_error(exc, verb, resource):
+    """Typed error for a failed request; 403 says exactly which permission is missing."""
+    status = getattr(exc, "status", None)
+    message = _status_message(exc)
+    if status == 403:
+        return Forbidden("forbidden: %s %s (%s)" % (verb, resource, message),
+                         status=status, reason="Forbidden", verb=verb, resource=resource)
+    return ApiError("%s %s failed: %s%s" % (verb, resource, message,
+                                             " (HTTP %s)" % status if status else ""),
+                    status=status, reason=getattr(exc, "reason", None), verb=verb,
+                    resource=resource)
+
+
+class Kube:
+    """One cluster connection for the length of a module run."""
+
+    def __init__(self, auth):
+        require_kubernetes()
+        self.api_client, self.server = build_api_client(auth)
+        self._dynamic = None
+
+    @property
+    def dynamic(self):
+        if self._dynamic is None:
+            try:
+                self._dynamic = DynamicClient(self.api_client)
+            except (ApiException, DynamicApiError) as exc:
+                raise api_error(exc, "discover", "APIs")
+        return self._dynamic
+
+    def resource(self, kind, api_version=None, group=None):
+        """The served resource for a kind, found by discovery (any version of ``group``)."""
+        try:
+            if api_version:
+                return self.dynamic.resources.get(kind=kind, api_version=api_version)
+            found = self.dynamic.resources.search(kind=kind, group=group) if group is not None \
+                else self.dynamic.resources.search(kind=kind)
+            found = [r for r in found if not r.name.count("/")]  # not subresources
+            if not found:
+                raise ResourceNotFoundError("no served resource of kind %s" % kind)
+            preferred = [r for r in found if getattr(r, "preferred", False)]
+            return (preferred or found)[0]
+        except ResourceNotFoundError:
+            raise ApiError("the API server serves no %s%s" % (
+                kind, " in %s" % (api_version or group) if (api_version or group) else ""),
+                status=404, verb="discover", resource=kind)
+        except (ApiException, DynamicApiError) as exc:
+            raise api_error(exc, "discover", kind)
+
+    def call(self, verb, resource_desc, fn, *args, **kwargs):
+        """Run one API call, translating its failure."""
+        try:
+            return fn(*args, **kwargs)
+        except (ApiException, DynamicApiError) as exc:
+            raise api_error(exc, verb, resource_desc)
+
+    def close(self):
+        self.api_client.close()

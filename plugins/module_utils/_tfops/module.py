@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every module's main() shares: the auth options merged into the argument spec, credential
+values from a dict kubeconfig registered as no_log values, and typed errors turned into fail_json."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
+    AUTH_ARG_SPEC,
+    kubeconfig_secrets,
+    resolve_auth,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import TfopsError
+
+
+def argument_spec(**module_options):
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(module_options)
+    return spec
+
+
+def new_module(module_options, **kwargs):
+    module = AnsibleModule(argument_spec=argument_spec(**module_options), **kwargs)
+    for value in kubeconfig_secrets(module.params.get("kubeconfig")):
+        module.no_log_values.add(value)
+    return module
+
+
+def connect(module):
+    """A Kube connection for the module's auth options (imported late: needs kubernetes)."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+    return Kube(resolve_auth(module.params))
+
+
+def fail(module, exc, **result):
+    """fail_json from a typed error; its details join the result (they never hold secrets)."""
+    details = dict((k, v) for k, v in exc.details.items() if v is not None)
+    result.update(details)
+    module.fail_json(msg=exc.msg, error=type(exc).__name__, **result)
+
+
+def run(module, body):
+    """Call body(module) -> result dict; exit_json with it, or fail_json on a typed error."""
+    try:
+        result = body(module)
+    except TfopsError as exc:
+        fail(module, exc)
+    module.exit_json(**result)

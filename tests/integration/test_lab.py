@@ -1,0 +1,239 @@
+"""The lab is real: a real controller-manager rolls Deployments, RBAC denies, the status
+subresource is enforced, custom resources do not crash the API server, and the kubelet stand-in's
+knobs behave. Every wait here is a watch with a deadline."""
+import base64
+import json
+import subprocess
+import time
+import uuid
+
+import pytest
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from lab import cluster, procs
+
+
+def wait_for(list_fn, predicate, timeout=60, **kwargs):
+    """Watch list_fn until predicate(obj) holds for some object; return it."""
+    deadline = time.monotonic() + timeout
+    listing = list_fn(**kwargs)
+    for obj in listing.items:
+        if predicate(obj):
+            return obj
+    rv = listing.metadata.resource_version
+    while time.monotonic() < deadline:
+        w = watch.Watch()
+        for ev in w.stream(list_fn, resource_version=rv,
+                           timeout_seconds=max(1, int(deadline - time.monotonic())), **kwargs):
+            rv = ev["object"].metadata.resource_version
+            if predicate(ev["object"]):
+                w.stop()
+                return ev["object"]
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+@pytest.fixture
+def namespace(api_client):
+    core = client.CoreV1Api(api_client)
+    name = "t-" + uuid.uuid4().hex[:8]
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+def deployment(name, image="registry.lab/app:1", replicas=2):
+    labels = {"app": name}
+    return {"metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "app", "image": image}]}}}}
+
+
+def test_rollout_restart_completes_through_the_real_controller_manager(lab, api_client, namespace,
+                                                                       kubectl_bin):
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(namespace, deployment("web"))
+    kubectl = [kubectl_bin, "--kubeconfig", lab["kubeconfig"], "-n", namespace]
+    subprocess.run(kubectl + ["rollout", "status", "deploy/web", "--timeout=60s"], check=True,
+                   capture_output=True)
+    before = {rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items}
+    subprocess.run(kubectl + ["rollout", "restart", "deploy/web"], check=True, capture_output=True)
+    out = subprocess.run(kubectl + ["rollout", "status", "deploy/web", "--timeout=60s"],
+                         check=True, capture_output=True, text=True).stdout
+    assert "successfully rolled out" in out
+    after = apps.list_namespaced_replica_set(namespace).items
+    new = [rs for rs in after if rs.metadata.name not in before]
+    assert len(new) == 1, "a restart makes exactly one new ReplicaSet"
+    assert new[0].status.ready_replicas == 2
+    pods = client.CoreV1Api(api_client).list_namespaced_pod(namespace, label_selector="app=web").items
+    live = [p for p in pods if p.metadata.deletion_timestamp is None]
+    assert all(p.metadata.labels["pod-template-hash"] in new[0].metadata.name for p in live)
+
+
+def _sa_token(api_client, namespace, name):
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    sa = wait_for(core.list_namespaced_service_account, lambda s: s.metadata.name == name
+                  and s.secrets, namespace=namespace)
+    secret = core.read_namespaced_secret(sa.secrets[0].name, namespace)
+    return base64.b64decode(secret.data["token"]).decode()
+
+
+def _client_with_token(lab, token):
+    cfg = client.Configuration()
+    cfg.host = lab["server"]
+    cfg.ssl_ca_cert = f"{lab['state_dir']}/pki/ca.crt"
+    cfg.api_key = {"authorization": "Bearer " + token}
+    return client.ApiClient(cfg)
+
+
+def test_service_account_without_rights_gets_403(lab, api_client, namespace):
+    token = _sa_token(api_client, namespace, "nobody")
+    with _client_with_token(lab, token) as sa_client:
+        with pytest.raises(ApiException) as exc:
+            client.CoreV1Api(sa_client).list_namespaced_secret(namespace)
+    assert exc.value.status == 403
+    assert "cannot list resource \"secrets\"" in json.loads(exc.value.body)["message"]
+
+
+def test_rbac_grant_takes_effect(lab, api_client, namespace):
+    token = _sa_token(api_client, namespace, "reader")
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role(namespace, {
+        "metadata": {"name": "read-cm"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "read-cm"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-cm"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]})
+    with _client_with_token(lab, token) as sa_client:
+        core = client.CoreV1Api(sa_client)
+        deadline = time.monotonic() + 10  # RBAC caches refresh asynchronously
+        while True:
+            try:
+                core.list_namespaced_config_map(namespace)
+                break
+            except ApiException as exc:
+                if exc.status != 403 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with pytest.raises(ApiException) as exc:
+            core.list_namespaced_secret(namespace)
+        assert exc.value.status == 403
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.lab.tfops.test"},
+    "spec": {"group": "lab.tfops.test", "scope": "Cluster",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                               "spec": {"type": "object", "properties": {
+                                   "size": {"type": "integer", "default": 3, "maximum": 10}}},
+                               "status": {"type": "object", "properties": {
+                                   "phase": {"type": "string"}}}}}}}]}}
+
+
+def test_custom_resource_status_only_through_subresource(lab, api_client):
+    ext = client.ApiextensionsV1Api(api_client)
+    try:
+        ext.create_custom_resource_definition(CRD)
+    except ApiException as exc:
+        assert exc.status == 409
+    wait_for(ext.list_custom_resource_definition, lambda c: c.metadata.name == CRD["metadata"]["name"]
+             and any(cond.type == "Established" and cond.status == "True"
+                     for cond in (c.status.conditions or [])))
+    co = client.CustomObjectsApi(api_client)
+    name = "w-" + uuid.uuid4().hex[:6]
+    # The first create of a custom resource is where a mis-built API server crashes (reflect2).
+    for _ in range(20):
+        try:
+            obj = co.create_cluster_custom_object("lab.tfops.test", "v1", "widgets",
+                                                  {"apiVersion": "lab.tfops.test/v1",
+                                                   "kind": "Widget", "metadata": {"name": name},
+                                                   "spec": {}, "status": {"phase": "Sneaky"}})
+            break
+        except ApiException as exc:  # the new resource may take a moment to be served
+            if exc.status != 404:
+                raise
+            time.sleep(0.2)
+    assert obj["spec"]["size"] == 3, "structural defaults apply"
+    assert "status" not in obj or not obj["status"], "status is dropped on create"
+    obj["status"] = {"phase": "ViaMain"}
+    updated = co.replace_cluster_custom_object("lab.tfops.test", "v1", "widgets", name, obj)
+    assert not updated.get("status"), "the main endpoint ignores status"
+    updated["status"] = {"phase": "ViaStatus"}
+    via_status = co.replace_cluster_custom_object_status("lab.tfops.test", "v1", "widgets", name,
+                                                         updated)
+    assert via_status["status"]["phase"] == "ViaStatus"
+    with pytest.raises(ApiException) as exc:
+        co.patch_cluster_custom_object("lab.tfops.test", "v1", "widgets", name,
+                                       {"spec": {"size": 11}})
+    assert exc.value.status == 422, "bounds are enforced"
+    assert all(procs.alive(r) for r in lab["processes"]), "the API server survived"
+
+
+def _pod(name, image, owner=None):
+    meta = {"name": name}
+    return {"metadata": meta, "spec": {"containers": [{"name": "c", "image": image}],
+                                       "restartPolicy": "Never" if owner else "Always"}}
+
+
+def _ready(pod):
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+def test_kubelet_stand_in_never_ready_image_knob(lab, api_client, namespace):
+    core = client.CoreV1Api(api_client)
+    knobs = {"metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": "broken-image"}}
+    core.create_namespaced_config_map("kube-system", knobs)
+    try:
+        time.sleep(0.5)  # the stand-in applies knobs from its own watch
+        core.create_namespaced_pod(namespace, _pod("good", "registry.lab/ok:1"))
+        core.create_namespaced_pod(namespace, _pod("bad", "registry.lab/broken-image:1"))
+        wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "good" and _ready(p),
+                 namespace=namespace)
+        bad = wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "bad"
+                       and p.status.container_statuses, namespace=namespace)
+        assert bad.status.container_statuses[0].state.waiting.reason == "ImagePullBackOff"
+        assert not _ready(bad)
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    # Once the pull "works" again the Pod starts, as a real kubelet's retry would.
+    wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "bad" and _ready(p),
+             namespace=namespace)
+
+
+def test_job_pods_succeed(api_client, namespace):
+    batch = client.BatchV1Api(api_client)
+    batch.create_namespaced_job(namespace, {
+        "metadata": {"name": "once"},
+        "spec": {"backoffLimit": 0, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "registry.lab/job:1"}]}}}})
+    job = wait_for(batch.list_namespaced_job, lambda j: j.metadata.name == "once"
+                   and (j.status.succeeded or 0) >= 1, namespace=namespace)
+    assert job.status.succeeded == 1
+
+
+def test_gpu_nodes_are_labelled_and_ready(api_client):
+    nodes = client.CoreV1Api(api_client).list_node(label_selector="nvidia.com/gpu.present=true").items
+    assert len(nodes) == 3
+    for node in nodes:
+        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def test_two_labs_side_by_side_and_down_leaves_nothing(lab, tmp_path):
+    second = cluster.up(tmp_path / "second", nodes=1, cpu_nodes=0)
+    try:
+        assert second["server"] != lab["server"]
+        assert cluster.status(tmp_path / "second")["running"]
+        assert cluster.status(lab["state_dir"])["running"]
+        started = list(second["processes"])
+    finally:
+        cluster.down(tmp_path / "second")
+    assert not any(procs.alive(r) for r in started), "down ends every process it started"
+    assert not (tmp_path / "second").exists(), "down removes its state"
+    assert cluster.status(lab["state_dir"])["running"], "the other lab is untouched"

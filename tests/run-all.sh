@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every test of tensorfusion.ops: sanity, lint, docs lint, changelog lint, unit and
+# integration tests against the lab. Works on a fresh Debian 12 machine: it installs what it needs
+# (Python tools into a cached virtual environment, the lab's packages and binaries into the cache).
+#   tests/run-all.sh            everything
+#   TFOPS_SKIP_SANITY=1 ...     everything except ansible-test sanity (for quick local loops only)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+
+# shellcheck source=tests/env.sh
+source tests/env.sh
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "lab: install (cached after the first run)"
+python -m lab install
+
+step "collection tree for ansible-test"
+tests/stage-collection.sh "$TFOPS_COLLECTION_ROOT"
+coll="$TFOPS_COLLECTION_ROOT/ansible_collections/tensorfusion/ops"
+
+if [[ -z "${TFOPS_SKIP_SANITY:-}" ]]; then
+  step "ansible-test sanity (no ignore entries)"
+  tests/sanity-bootstrap.sh
+  if compgen -G "tests/sanity/ignore-*.txt" >/dev/null; then
+    echo "tests/sanity/ignore-*.txt must not exist: fix the finding instead" >&2
+    exit 1
+  fi
+  (cd "$coll" && rm -rf tests/output && ansible-test sanity --local --python "$TFOPS_PY_VERSION" --color no)
+fi
+
+step "ansible-lint (production profile)"
+ansible-lint --profile production --offline
+
+step "antsibull-docs collection docs lint"
+antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck "$coll"
+
+step "antsibull-changelog lint"
+antsibull-changelog lint
+
+step "galaxy build"
+build_dir=$(mktemp -d)
+ansible-galaxy collection build --output-path "$build_dir" "$coll" >/dev/null
+if tar -tzf "$build_dir"/tensorfusion-ops-*.tar.gz | grep -E '^(lab|bench|tests|\.ci)/' ; then
+  echo "the built artifact contains files that build_ignore should keep out" >&2
+  exit 1
+fi
+rm -rf "$build_dir"
+
+step "unit and integration tests (integration against the lab)"
+python -m pytest -p no:cacheprovider tests/unit tests/integration "$@"

@@ -1,0 +1,73 @@
+"""The auth layer's pure parts: option/env resolution and kubeconfig redaction."""
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import auth
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import AuthError
+
+EMPTY = {k: None for k in auth.AUTH_ARG_SPEC}
+
+
+def test_option_wins_over_environment():
+    params = dict(EMPTY, host="https://from-task:6443")
+    resolved = auth.resolve_auth(params, {"K8S_AUTH_HOST": "https://from-env:6443"})
+    assert resolved["host"] == "https://from-task:6443"
+
+
+@pytest.mark.parametrize("option,env,raw,expected", [
+    ("host", "K8S_AUTH_HOST", "https://h:6443", "https://h:6443"),
+    ("api_key", "K8S_AUTH_API_KEY", "tok", "tok"),
+    ("kubeconfig", "K8S_AUTH_KUBECONFIG", "/k", "/k"),
+    ("context", "K8S_AUTH_CONTEXT", "ctx", "ctx"),
+    ("ca_cert", "K8S_AUTH_SSL_CA_CERT", "/ca", "/ca"),
+    ("proxy", "K8S_AUTH_PROXY", "http://p:3128", "http://p:3128"),
+    ("impersonate_user", "K8S_AUTH_IMPERSONATE_USER", "alice", "alice"),
+    ("impersonate_groups", "K8S_AUTH_IMPERSONATE_GROUPS", "a, b", ["a", "b"]),
+    ("validate_certs", "K8S_AUTH_VERIFY_SSL", "no", False),
+    ("validate_certs", "K8S_AUTH_VERIFY_SSL", "True", True),
+])
+def test_environment_fallback_uses_kubernetes_core_names(option, env, raw, expected):
+    assert auth.resolve_auth(dict(EMPTY), {env: raw})[option] == expected
+
+
+def test_client_cert_env_pair():
+    resolved = auth.resolve_auth(dict(EMPTY), {"K8S_AUTH_CERT_FILE": "/c", "K8S_AUTH_KEY_FILE": "/k"})
+    assert (resolved["client_cert"], resolved["client_key"]) == ("/c", "/k")
+
+
+def test_client_cert_without_key_is_refused():
+    with pytest.raises(AuthError, match="client_cert and client_key go together"):
+        auth.resolve_auth(dict(EMPTY, client_cert="/c"), {})
+
+
+def test_bad_boolean_in_environment_is_refused():
+    with pytest.raises(AuthError, match="K8S_AUTH_VERIFY_SSL"):
+        auth.resolve_auth(dict(EMPTY), {"K8S_AUTH_VERIFY_SSL": "maybe"})
+
+
+def test_kubeconfig_secrets_are_found_at_any_depth():
+    kubeconfig = {
+        "users": [{"name": "u", "user": {"token": "T0K", "client-key-data": "S0M3KEY",
+                                         "client-certificate-data": "CERT",
+                                         "auth-provider": {"config": {"refresh-token": "R3F",
+                                                                      "id-token": "ID"}}}}],
+        "clusters": [{"name": "c", "cluster": {"server": "https://s"}}],
+    }
+    found = set(auth.kubeconfig_secrets(kubeconfig))
+    assert found == {"T0K", "S0M3KEY", "CERT", "R3F", "ID"}
+    assert "https://s" not in found
+
+
+def test_kubeconfig_path_has_no_secrets():
+    assert auth.kubeconfig_secrets("/home/me/.kube/config") == []
+
+
+def test_nothing_given_and_nothing_found_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    with pytest.raises(AuthError, match="no Kubernetes credentials"):
+        auth.build_configuration(dict(EMPTY))
+
+
+def test_missing_kubeconfig_file_is_named(tmp_path):
+    with pytest.raises(AuthError, match="does not exist"):
+        auth.build_configuration(dict(EMPTY, kubeconfig=str(tmp_path / "nope")))
