@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the test scripts: a virtual environment with the test tools, keyed by the hash of
 # the requirements, kept in the lab's cache so that a fresh clone does not reinstall.
 TFOPS_PY=${TFOPS_PY:-python3}

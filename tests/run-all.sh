@@ -16,6 +16,9 @@ step() { printf '\n==== %s ====\n' "$*"; }
 step "lab: install (cached after the first run)"
 python -m lab install
 
+step "test tools from Debian (shellcheck for sanity)"
+command -v shellcheck >/dev/null || { apt-get update -q && apt-get install -y -q shellcheck; }
+
 step "collection tree for ansible-test"
 tests/stage-collection.sh "$TFOPS_COLLECTION_ROOT"
 coll="$TFOPS_COLLECTION_ROOT/ansible_collections/tensorfusion/ops"
@@ -41,7 +44,7 @@ antsibull-changelog lint
 
 step "galaxy build"
 build_dir=$(mktemp -d)
-ansible-galaxy collection build --output-path "$build_dir" "$coll" >/dev/null
+ansible-galaxy collection build --output-path "$build_dir" . >/dev/null
 if tar -tzf "$build_dir"/tensorfusion-ops-*.tar.gz | grep -E '^(lab|bench|tests|\.ci)/' ; then
   echo "the built artifact contains files that build_ignore should keep out" >&2
   exit 1

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Copies the working tree (tracked and untracked-but-not-ignored files) to
-# <root>/ansible_collections/tensorfusion/ops, where ansible-test and ansible-playbook expect it.
+# <root>/ansible_collections/tensorfusion/ops, where ansible-test expects a collection, and removes
+# staged files that are no longer in the tree. lab/ and bench/ are not part of the collection
+# (galaxy.yml build_ignore), so they and their own tests are left out.
 set -euo pipefail
 root=$1
 dest="$root/ansible_collections/tensorfusion/ops"
 mkdir -p "$dest"
-git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=- ./ "$dest/"
-# --delete does not apply with --files-from; remove files that no longer exist in the tree.
-(cd "$dest" && find . -type f ! -path './tests/output/*' -print0) | while IFS= read -r -d '' f; do
-  [[ -e "$f" ]] || rm -f "$dest/$f"
-done
+list=$(mktemp)
+trap 'rm -f "$list" "$list.staged"' EXIT
+git ls-files -co --exclude-standard | grep -v -E '^(lab|bench|tests/(unit|integration)/lab)/' | sort > "$list"
+rsync -a --files-from="$list" ./ "$dest/"
+(cd "$dest" && find . -type f ! -path './tests/output/*' | sed 's#^\./##' | sort) > "$list.staged"
+comm -13 "$list" "$list.staged" | while IFS= read -r stale; do rm -f "$dest/$stale"; done
+find "$dest" -mindepth 1 -type d -empty -not -path "*/tests/output*" -delete

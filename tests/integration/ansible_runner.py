@@ -1,29 +1,31 @@
-"""Run ansible-playbook as a user would, and read its results from the json callback."""
+"""Run ansible-playbook as a user would; read task results from the test-only callback."""
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
 
 
 class PlaybookRun:
-    def __init__(self, proc):
+    def __init__(self, proc, results_file):
         self.rc = proc.returncode
         self.stdout = proc.stdout
         self.stderr = proc.stderr
         try:
-            self.data = json.loads(proc.stdout[proc.stdout.index("{"):])
-        except ValueError:
-            self.data = {}
+            self.results = json.loads(Path(results_file).read_text())
+        except (OSError, ValueError):
+            self.results = []
 
     def task_results(self, task_name, host="localhost"):
-        for play in self.data.get("plays", []):
-            for task in play.get("tasks", []):
-                if task["task"]["name"] == task_name:
-                    return task["hosts"].get(host)
-        raise KeyError(f"task {task_name!r} not in the run; stderr: {self.stderr[-2000:]}")
+        """The last result of the named task on host."""
+        found = [r["result"] for r in self.results if r["task"] == task_name and r["host"] == host]
+        if not found:
+            raise KeyError(f"task {task_name!r} not in the run; output: "
+                           f"{self.stdout[-2000:]} {self.stderr[-2000:]}")
+        return found[-1]
 
 
 def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True):
@@ -31,12 +33,19 @@ def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=Tr
     unless the test passes them, so each test controls its auth exactly."""
     base = {k: v for k, v in os.environ.items()
             if not (clean_auth_env and k.startswith("K8S_AUTH_"))}
-    base.update({"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_NOCOLOR": "1",
+    results = tempfile.NamedTemporaryFile(prefix="tfops-results-", suffix=".json", delete=False)
+    results.close()
+    base.update({"ANSIBLE_CALLBACKS_ENABLED": "tfops_results", "TFOPS_RESULTS_FILE": results.name,
+                 "ANSIBLE_CALLBACK_PLUGINS": str(Path(__file__).resolve().parent / "callback_plugins"),
+                 "ANSIBLE_NOCOLOR": "1",
                  "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
                  "ANSIBLE_PYTHON_INTERPRETER": sys.executable})
     base.update(env or {})
     cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(PLAYBOOKS / playbook), *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=base, timeout=600)
-    return PlaybookRun(proc)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=base, timeout=600, check=False)
+        return PlaybookRun(proc, results.name)
+    finally:
+        os.unlink(results.name)

@@ -42,8 +42,8 @@ def api_error(exc, verb, resource):
     if status == 403:
         return Forbidden("forbidden: %s %s (%s)" % (verb, resource, message),
                          status=status, reason="Forbidden", verb=verb, resource=resource)
-    return ApiError("%s %s failed: %s%s" % (verb, resource, message,
-                                             " (HTTP %s)" % status if status else ""),
+    suffix = " (HTTP %s)" % status if status else ""
+    return ApiError("%s %s failed: %s%s" % (verb, resource, message, suffix),
                     status=status, reason=getattr(exc, "reason", None), verb=verb,
                     resource=resource)
 
