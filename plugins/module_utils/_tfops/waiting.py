@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Watch-based waiting: list once, then follow a watch from that list's resourceVersion, re-listing
+when the watch expires (410 Gone) or the server ends it; every wait is bounded by a Deadline and a
+timeout says what is stuck and why."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    InvalidInput,
+    WaitTimeout,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import api_error
+
+try:
+    from kubernetes.client.rest import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+except ImportError:  # reported by require_kubernetes()
+    ApiException = DynamicApiError = None
+
+# A server-side watch is cut after this long so that a silent connection cannot outlive it.
+MAX_WATCH_SECONDS = 60
+RESYNC_SECONDS = 300
+
+
+def _key(obj):
+    meta = obj["metadata"]
+    return (meta.get("namespace"), meta["name"])
+
+
+class ObjectWatcher:
+    """A live view of the objects of one resource that match a namespace and selectors.
+
+    ``objects`` maps (namespace, name) to the object as a dict. ``events`` counts the changes seen,
+    ``requests`` the list and watch calls made (for the benchmarks' API-load figures).
+    """
+
+    def __init__(self, kube, resource, namespace=None, label_selector=None, field_selector=None,
+                 name=None):
+        self.kube = kube
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        if name:
+            self.field_selector = "metadata.name=%s" % name
+        self.objects = {}
+        self.resource_version = None
+        self.requests = 0
+        self.events = 0
+        self.desc = "%s%s%s" % (resource.name, " in %s" % namespace if namespace else "",
+                                " (%s)" % (self.field_selector or self.label_selector)
+                                if (self.field_selector or self.label_selector) else "")
+
+    def relist(self):
+        self.requests += 1
+        listing = self.kube.call("list", self.resource.name, self.resource.get,
+                                 namespace=self.namespace, label_selector=self.label_selector,
+                                 field_selector=self.field_selector)
+        listing = listing.to_dict()
+        self.objects = dict((_key(o), o) for o in listing.get("items") or [])
+        self.resource_version = listing["metadata"].get("resourceVersion")
+
+    def _stream(self, seconds):
+        """Yield once per change until the server closes the watch after ``seconds``."""
+        self.requests += 1
+        watcher = self.kube.dynamic.watch(
+            self.resource, namespace=self.namespace, label_selector=self.label_selector,
+            field_selector=self.field_selector, resource_version=self.resource_version,
+            timeout=max(1, int(seconds)))
+        for event in watcher:
+            kind = event["type"]
+            obj = event["raw_object"]
+            if kind == "ERROR":
+                if obj.get("code") == 410:  # expired resourceVersion: start again from a list
+                    self.resource_version = None
+                    return
+                raise api_error(_Status(obj), "watch", self.resource.name)
+            self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
+            if kind == "BOOKMARK":
+                continue
+            self.events += 1
+            if kind == "DELETED":
+                self.objects.pop(_key(obj), None)
+            else:
+                self.objects[_key(obj)] = obj
+            yield kind
+
+    def wait(self, check, deadline, on_change=None):
+        """Until ``check(objects)`` returns (True, detail); return that detail.
+
+        ``check`` returns (done, detail): detail says, in a sentence, where things stand; it is
+        the message of the timeout when the deadline passes first. ``check`` may also raise a
+        typed error to fail fast (a rollout that can never finish)."""
+        if not deadline.bounded:
+            raise InvalidInput("every wait needs a deadline: set wait_timeout or deadline")
+        self.relist()
+        last_list = time.monotonic()
+        done, detail = self._check(check, on_change)
+        while not done:
+            if deadline.expired():
+                raise WaitTimeout("timed out (%s) waiting for %s: %s" % (
+                    deadline.reason, self.desc, detail), waited_for=self.desc, last_state=detail)
+            stream = self._stream(min(deadline.remaining(), MAX_WATCH_SECONDS))
+            try:
+                for _kind in stream:
+                    done, detail = self._check(check, on_change)
+                    if done or deadline.expired():
+                        break
+            except (ApiException, DynamicApiError) as exc:
+                if getattr(exc, "status", None) != 410:
+                    raise api_error(exc, "watch", self.resource.name)
+                self.resource_version = None
+            finally:
+                stream.close()
+            if done:
+                break
+            # A watch resumes from the last resourceVersion; a periodic re-list (resync) guards
+            # against an event lost by a proxy, at a cost that does not grow with events.
+            if self.resource_version is None or time.monotonic() - last_list > RESYNC_SECONDS:
+                self.relist()
+                last_list = time.monotonic()
+                done, detail = self._check(check, on_change)
+        return detail
+
+    def _check(self, check, on_change):
+        done, detail = check(self.objects)
+        if on_change:
+            on_change(self.objects, detail)
+        return done, detail
+
+
+class _Status:
+    """Adapter so that a watch ERROR event reads like an ApiException for api_error()."""
+
+    def __init__(self, status):
+        self.status = status.get("code")
+        self.reason = status.get("reason")
+        self.body = None
+        self.message = status.get("message")
+
+    def __str__(self):
+        return self.message or str(self.reason)
+
+
+def sleep_until(deadline, seconds):
+    """Pause for a fixed gap (not a wait for state), never past the deadline."""
+    time.sleep(max(0.0, min(seconds, deadline.remaining())))

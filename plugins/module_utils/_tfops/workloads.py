@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions about Deployments, StatefulSets and DaemonSets, as pure functions over their dicts:
+what ``kubectl rollout restart`` writes, and what ``kubectl rollout status`` calls done."""
+
+from __future__ import annotations
+
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def restart_patch(timestamp):
+    """The same merge patch ``kubectl rollout restart`` sends (so both tools recognise it)."""
+    return {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp}}}}}
+
+
+def _count(status, key):
+    return int(status.get(key) or 0)
+
+
+def rollout_state(kind, obj):
+    """(done, detail) for a workload's rollout, as ``kubectl rollout status`` judges it."""
+    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+    name = "%s %s/%s" % (kind, meta.get("namespace"), meta["name"])
+    generation = int(meta.get("generation") or 0)
+    observed = int(status.get("observedGeneration") or 0)
+    if observed < generation:
+        return False, "%s: the controller has not yet seen generation %d (observed %d)" % (
+            name, generation, observed)
+    if kind == "Deployment":
+        return _deployment_state(name, spec, status)
+    if kind == "StatefulSet":
+        return _statefulset_state(name, spec, status)
+    if kind == "DaemonSet":
+        return _daemonset_state(name, status)
+    raise ValueError("unsupported kind %s" % kind)
+
+
+def _deployment_state(name, spec, status):
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
+            return False, "%s exceeded its progress deadline: %s" % (name, cond.get("message"))
+    want = int(spec.get("replicas", 1))
+    updated = _count(status, "updatedReplicas")
+    total = _count(status, "replicas")
+    available = _count(status, "availableReplicas")
+    if updated < want:
+        return False, "%s: %d of %d replicas updated" % (name, updated, want)
+    if total > updated:
+        return False, "%s: %d old replicas pending termination" % (name, total - updated)
+    if available < updated:
+        return False, "%s: %d of %d updated replicas available" % (name, available, updated)
+    return True, "%s: %d of %d replicas updated and available" % (name, updated, want)
+
+
+def _statefulset_state(name, spec, status):
+    strategy = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
+    if strategy != "RollingUpdate":
+        return True, "%s uses %s; no rollout to wait for" % (name, strategy)
+    want = int(spec.get("replicas", 1))
+    ready = _count(status, "readyReplicas")
+    partition = int(((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+    if ready < want:
+        return False, "%s: %d of %d replicas ready" % (name, ready, want)
+    if partition:
+        updated = _count(status, "updatedReplicas")
+        if updated < want - partition:
+            return False, "%s: %d of %d replicas above partition %d updated" % (
+                name, updated, want - partition, partition)
+        return True, "%s: partitioned rollout of %d replicas done" % (name, want - partition)
+    if status.get("updateRevision") != status.get("currentRevision"):
+        return False, "%s: %d of %d replicas on revision %s" % (
+            name, _count(status, "updatedReplicas"), want, status.get("updateRevision"))
+    return True, "%s: %d of %d replicas ready on revision %s" % (
+        name, ready, want, status.get("currentRevision"))
+
+
+def _daemonset_state(name, status):
+    desired = _count(status, "desiredNumberScheduled")
+    updated = _count(status, "updatedNumberScheduled")
+    available = _count(status, "numberAvailable")
+    if updated < desired:
+        return False, "%s: %d of %d Pods updated" % (name, updated, desired)
+    if available < desired:
+        return False, "%s: %d of %d updated Pods available" % (name, available, desired)
+    return True, "%s: %d of %d Pods updated and available" % (name, updated, desired)
+
+
+def pod_problems(pods):
+    """Short reasons why Pods are not Ready (ImagePullBackOff, CrashLoopBackOff, Pending...)."""
+    problems = []
+    for pod in pods:
+        meta, status = pod["metadata"], pod.get("status") or {}
+        if meta.get("deletionTimestamp"):
+            continue
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in status.get("conditions") or [])
+        if ready:
+            continue
+        reasons = []
+        for cstat in status.get("containerStatuses") or []:
+            waiting = (cstat.get("state") or {}).get("waiting")
+            if waiting:
+                reasons.append("%s: %s" % (cstat.get("name"), waiting.get("reason")))
+        if not reasons:
+            reasons.append("phase %s" % status.get("phase", "Pending"))
+        problems.append("%s (%s)" % (meta["name"], ", ".join(reasons)))
+    return problems
+
+
+def all_started_after(pods, when):
+    """True when every live Pod's start time is at or after ``when`` (an aware datetime).
+    A Pod with no start time yet counts as new: it was created by the rollout in progress."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        started = (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
+        if started and parse_time(started) < when:
+            return False
+    return True
