@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: maintenance_lock
+short_description: Take, renew or release the cluster's maintenance lock (a Kubernetes Lease)
+version_added: 0.1.0
+description:
+  - A C(coordination.k8s.io/v1) Lease that at most one runbook holds, so that a scheduled job and
+    a person never change one cluster at once.
+  - O(state=acquired) takes the lock. When someone else holds it and keeps renewing it, the task
+    fails at once and says who holds it and since when. When its holder stopped renewing it for
+    longer than the Lease's duration, the lock is taken over, with a warning. When the caller
+    already holds it, it is renewed (its TTL starts again).
+  - O(state=released) gives the lock back. Releasing a lock someone else holds is refused, unless
+    O(force=true).
+  - Writes use the Lease's C(resourceVersion) (and a create fails if the Lease appeared meanwhile),
+    so two acquirers can never both win; the loser reads the Lease again and fails with the winner's
+    name.
+  - The holder identity is built from the user, the host, the AWX / Automation Controller job id
+    (E(JOB_ID), E(AWX_JOB_ID) or E(TOWER_JOB_ID), when set) and O(purpose), for example
+    C(alice@bastion purpose=upgrade) or C(runner@automation-job-42-x7k2p job=42 purpose=upgrade).
+    It is also recorded in C(tensorfusion.ops/*) annotations of the Lease.
+  - Releasing keeps the Lease (with no holder) so that a Role limited to C(get) and C(update) on
+    this one Lease name is enough once it exists.
+options:
+  state:
+    description:
+      - V(acquired) takes or renews the lock; V(released) gives it back.
+    type: str
+    choices: [acquired, released]
+    default: acquired
+  name:
+    description: Name of the Lease.
+    type: str
+    default: tensorfusion-ops-maintenance
+  namespace:
+    description: Namespace of the Lease (the release's namespace). It must exist.
+    type: str
+    default: tensor-fusion-sys
+  purpose:
+    description:
+      - What the holder is doing (V(upgrade), V(rotate-license)); part of the holder identity, so a
+        run with another purpose is another holder.
+    type: str
+    default: maintenance
+  holder:
+    description:
+      - The holder identity to use instead of the one built from user, host, job id and purpose.
+      - Two runs by the same user on the same host with the same purpose and no job id are one
+        holder (the second renews the first's lock); give each a distinct O(holder) (or
+        O(purpose)) when that can happen.
+    type: str
+  ttl:
+    description:
+      - Seconds the lock stays valid without a renewal (the Lease's C(leaseDurationSeconds)).
+        Renew it (run the module again with O(state=acquired)) before long steps, or choose a TTL
+        longer than the run.
+    type: int
+    default: 1800
+  force:
+    description:
+      - With O(state=released), release the lock even when another holder holds it (to clear the
+        lock of a run that died). A warning names the holder.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Reads the Lease and says what it would do (and fails when the lock is held); writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the Lease's annotations and spec before and after.
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Talks to the Kubernetes API.
+notes:
+  - Whether a holder stopped renewing is judged with the clock of the host the module runs on;
+    keep the clocks of the hosts that share a lock in sync (NTP).
+  - RBAC needs C(get), C(create) and C(update) on C(leases) of C(coordination.k8s.io) in
+    O(namespace).
+author:
+  - tensorfusion.ops contributors
+"""
+
+EXAMPLES = r"""
+- name: Take the maintenance lock for this upgrade (fails at once if someone holds it)
+  tensorfusion.ops.maintenance_lock:
+    purpose: upgrade
+    ttl: 3600
+  register: lock
+
+- name: The runbook, with the lock given back whatever happens
+  block:
+    - name: Upgrade the chart
+      ansible.builtin.debug:
+        msg: the upgrade runs here, as {{ lock.holder }}
+
+    - name: Renew the lock before the long GPU-pool rollout
+      tensorfusion.ops.maintenance_lock:
+        purpose: upgrade
+        ttl: 3600
+  always:
+    - name: Release the lock
+      tensorfusion.ops.maintenance_lock:
+        purpose: upgrade
+        state: released
+
+- name: Clear the lock of a run that died (names the holder in a warning)
+  tensorfusion.ops.maintenance_lock:
+    state: released
+    force: true
+"""
+
+RETURN = r"""
+action:
+  description:
+    - What was (or in check mode would be) done. V(create) (no Lease existed), V(take) (a free
+      Lease), V(renew) (already held by this holder), V(take_over) (the holder stopped renewing),
+      V(release), V(force_release), or V(none) (nothing to release).
+  returned: always
+  type: str
+  sample: create
+holder:
+  description: The holder identity of this run.
+  returned: always
+  type: str
+  sample: alice@bastion job=42 purpose=upgrade
+lease:
+  description: The lock as the Lease now says (in check mode, as it would be).
+  returned: success
+  type: dict
+  contains:
+    name:
+      description: Name of the Lease.
+      type: str
+      sample: tensorfusion-ops-maintenance
+    namespace:
+      description: Namespace of the Lease.
+      type: str
+      sample: tensor-fusion-sys
+    holder:
+      description: The holder identity; null when nobody holds the lock.
+      type: str
+      sample: alice@bastion job=42 purpose=upgrade
+    acquire_time:
+      description: When the holder took the lock (UTC).
+      type: str
+      sample: "2026-11-30T02:00:03.120000Z"
+    renew_time:
+      description: When the holder last renewed it (UTC).
+      type: str
+      sample: "2026-11-30T02:40:11.532000Z"
+    expires:
+      description: When the lock goes stale without a renewal (UTC).
+      type: str
+      sample: "2026-11-30T03:40:11.532000Z"
+    lease_duration_seconds:
+      description: The TTL in seconds.
+      type: int
+      sample: 3600
+    transitions:
+      description: How many times the lock changed holder (the Lease's C(leaseTransitions)).
+      type: int
+      sample: 3
+    purpose:
+      description: The holder's purpose.
+      type: str
+      sample: upgrade
+    user:
+      description: The holder's user.
+      type: str
+      sample: alice
+    host:
+      description: The holder's host.
+      type: str
+      sample: bastion
+    job_id:
+      description: The holder's AWX job id, if any.
+      type: str
+      sample: "42"
+    stale:
+      description: Whether the holder stopped renewing past the TTL.
+      type: bool
+      sample: false
+    resource_version:
+      description: The Lease's resourceVersion.
+      type: str
+      sample: "48213"
+previous:
+  description: The lock as it was before this task (same keys as RV(lease)); null when no Lease existed.
+  returned: success
+  type: dict
+api_server:
+  description: The API server the module talked to.
+  returned: always
+  type: str
+  sample: https://k8s.example.com:6443
+"""
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    InvalidInput,
+    TfopsError,
+)
+
+
+def change_lock(module):
+    params = module.params
+    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id())
+    if params["ttl"] < 1:
+        raise InvalidInput("ttl must be at least 1 second")
+    kube = tfmodule.connect(module)
+    try:
+        lock = locks.LeaseLock(kube, params["namespace"], params["name"])
+        if params["state"] == "acquired":
+            result = lock.acquire(me, params["ttl"], check_mode=module.check_mode)
+        else:
+            result = lock.release(me, force=params["force"], check_mode=module.check_mode)
+    except TfopsError as exc:
+        exc.details.setdefault("api_server", kube.server)
+        raise
+    finally:
+        kube.close()
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    if not module._diff:
+        result.pop("diff")
+    result["api_server"] = kube.server
+    return result
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(state=dict(type="str", default="acquired", choices=["acquired", "released"]),
+             name=dict(type="str", default="tensorfusion-ops-maintenance"),
+             namespace=dict(type="str", default="tensor-fusion-sys"),
+             purpose=dict(type="str", default="maintenance"),
+             holder=dict(type="str"),
+             ttl=dict(type="int", default=1800),
+             force=dict(type="bool", default=False)),
+        supports_check_mode=True)
+    tfmodule.run(module, change_lock)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The maintenance lock's decisions and the Leases they write, as pure functions."""
+import datetime
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+NOW = parse_time("2026-11-30T02:00:00Z")
+ME = locks.make_identity("upgrade", user="alice", host="bastion", job="42")
+OTHER = locks.make_identity("rotate", user="bob", host="laptop")
+
+
+def lease(holder, renewed_ago=10, duration=60, acquired_ago=100, transitions=2, **annotations):
+    spec = {"leaseTransitions": transitions}
+    if holder:
+        spec.update(holderIdentity=holder, leaseDurationSeconds=duration,
+                    acquireTime=locks.micro_time(NOW - datetime.timedelta(seconds=acquired_ago)),
+                    renewTime=locks.micro_time(NOW - datetime.timedelta(seconds=renewed_ago)))
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "lock", "namespace": "tf", "resourceVersion": "77",
+                         "annotations": dict(("tensorfusion.ops/" + k, v) for k, v in annotations.items()),
+                         "managedFields": [{"manager": "x"}]},
+            "spec": spec}
+
+
+def view(obj):
+    return locks.lease_view(obj, NOW)
+
+
+def test_identity_names_user_host_job_and_purpose():
+    assert ME["holder"] == "alice@bastion job=42 purpose=upgrade"
+    assert OTHER["holder"] == "bob@laptop purpose=rotate"
+    assert locks.make_identity("x", holder="pinned", user="u", host="h")["holder"] == "pinned"
+    with pytest.raises(InvalidInput):
+        locks.make_identity(" ")
+
+
+def test_job_id_from_awx_variables_in_order():
+    assert locks.job_id({"AWX_JOB_ID": "7", "TOWER_JOB_ID": "8"}) == "7"
+    assert locks.job_id({"JOB_ID": "6", "AWX_JOB_ID": "7"}) == "6"
+    assert locks.job_id({"TOWER_JOB_ID": "8"}) == "8"
+    assert locks.job_id({"JOB_ID": ""}) is None
+
+
+def test_micro_time_is_kubernetes_micro_time():
+    assert locks.micro_time(parse_time("2026-11-30T03:04:05.5+01:00")) == "2026-11-30T02:04:05.500000Z"
+
+
+def test_view_of_a_held_lease():
+    v = view(lease(OTHER["holder"], renewed_ago=10, duration=60, purpose="rotate", user="bob"))
+    assert v["holder"] == OTHER["holder"] and v["purpose"] == "rotate" and v["user"] == "bob"
+    assert v["expires"] == NOW + datetime.timedelta(seconds=50)
+    assert not v["stale"]
+    assert locks.lease_view(None) is None
+
+
+def test_acquire_no_lease_creates():
+    assert locks.decide_acquire(None, ME["holder"], NOW) == ("create", None)
+
+
+def test_acquire_free_lease_takes_it():
+    assert locks.decide_acquire(view(lease(None)), ME["holder"], NOW) == ("take", None)
+
+
+def test_acquire_own_lease_renews():
+    assert locks.decide_acquire(view(lease(ME["holder"])), ME["holder"], NOW) == ("renew", None)
+
+
+def test_acquire_live_lease_of_another_fails_with_who_and_since_when():
+    with pytest.raises(locks.LockHeld) as exc:
+        locks.decide_acquire(view(lease(OTHER["holder"], renewed_ago=59, duration=60)), ME["holder"], NOW)
+    assert str(exc.value) == (
+        "the maintenance lock tf/lock is held by bob@laptop purpose=rotate since "
+        "2026-11-30T01:58:20.000000Z (last renewed 2026-11-30T01:59:01.000000Z, expires "
+        "2026-11-30T02:00:01.000000Z)")
+    assert exc.value.details["holder"] == OTHER["holder"]
+    assert exc.value.details["lease"]["acquire_time"] == "2026-11-30T01:58:20.000000Z"
+
+
+def test_acquire_stale_lease_of_another_takes_it_over_with_a_warning():
+    action, warning = locks.decide_acquire(view(lease(OTHER["holder"], renewed_ago=60, duration=60)),
+                                           ME["holder"], NOW)
+    assert action == "take_over"
+    assert "from bob@laptop purpose=rotate since" in warning and "stopped renewing" in warning
+
+
+def test_a_holder_without_times_or_duration_is_stale():
+    broken = lease(OTHER["holder"])
+    del broken["spec"]["leaseDurationSeconds"]
+    assert locks.decide_acquire(view(broken), ME["holder"], NOW)[0] == "take_over"
+
+
+def test_release_decisions():
+    assert locks.decide_release(None, ME["holder"]) == ("none", None)
+    assert locks.decide_release(view(lease(None)), ME["holder"]) == ("none", None)
+    assert locks.decide_release(view(lease(ME["holder"])), ME["holder"]) == ("release", None)
+    with pytest.raises(locks.NotLockHolder, match="refusing to release .* held by bob@laptop"):
+        locks.decide_release(view(lease(OTHER["holder"])), ME["holder"])
+    # Even a stale lock of another is not released without force.
+    with pytest.raises(locks.NotLockHolder):
+        locks.decide_release(view(lease(OTHER["holder"], renewed_ago=3600)), ME["holder"])
+    action, warning = locks.decide_release(view(lease(OTHER["holder"])), ME["holder"], force=True)
+    assert action == "force_release" and "bob@laptop" in warning
+
+
+def test_create_body():
+    body = locks.lease_after(None, "create", ME, "tf", "lock", NOW, 900)
+    assert body["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
+    assert body["metadata"]["annotations"] == {
+        "tensorfusion.ops/purpose": "upgrade", "tensorfusion.ops/user": "alice",
+        "tensorfusion.ops/host": "bastion", "tensorfusion.ops/job-id": "42"}
+    assert body["spec"] == {"holderIdentity": ME["holder"], "leaseDurationSeconds": 900,
+                            "acquireTime": "2026-11-30T02:00:00.000000Z",
+                            "renewTime": "2026-11-30T02:00:00.000000Z", "leaseTransitions": 0}
+
+
+def test_renew_keeps_acquire_time_and_transitions_and_the_resource_version():
+    before = lease(ME["holder"], transitions=3)
+    body = locks.lease_after(before, "renew", ME, "tf", "lock", NOW, 900)
+    assert body["spec"]["acquireTime"] == before["spec"]["acquireTime"]
+    assert body["spec"]["renewTime"] == "2026-11-30T02:00:00.000000Z"
+    assert body["spec"]["leaseTransitions"] == 3
+    assert body["metadata"]["resourceVersion"] == "77"
+    assert "managedFields" not in body["metadata"]
+    assert before["metadata"]["managedFields"]  # the read object is not modified
+
+
+def test_take_over_counts_a_transition_and_replaces_the_annotations():
+    before = lease(OTHER["holder"], transitions=3, purpose="rotate", user="bob", host="laptop")
+    body = locks.lease_after(before, "take_over", ME, "tf", "lock", NOW, 900)
+    assert body["spec"]["holderIdentity"] == ME["holder"]
+    assert body["spec"]["leaseTransitions"] == 4
+    assert body["spec"]["acquireTime"] == "2026-11-30T02:00:00.000000Z"
+    assert body["metadata"]["annotations"]["tensorfusion.ops/user"] == "alice"
+    no_job = locks.make_identity("upgrade", user="carol", host="h")
+    body = locks.lease_after(lease(ME["holder"], job_id="42"), "take_over", no_job, "tf", "lock", NOW, 9)
+    assert "tensorfusion.ops/job-id" not in body["metadata"]["annotations"]
+
+
+def test_release_clears_the_holder_and_taking_it_back_is_no_transition():
+    before = lease(ME["holder"], transitions=3, purpose="upgrade")
+    released = locks.lease_after(before, "release", ME, "tf", "lock", NOW, None)
+    assert "holderIdentity" not in released["spec"] and "renewTime" not in released["spec"]
+    assert released["spec"]["leaseTransitions"] == 3
+    assert released["metadata"]["annotations"] == {
+        "tensorfusion.ops/released-by": ME["holder"],
+        "tensorfusion.ops/released-at": "2026-11-30T02:00:00.000000Z"}
+    again = locks.lease_after(released, "take", ME, "tf", "lock", NOW, 60)
+    assert again["spec"]["leaseTransitions"] == 3
+    assert "tensorfusion.ops/released-by" not in again["metadata"]["annotations"]
+    other = locks.lease_after(released, "take", OTHER, "tf", "lock", NOW, 60)
+    assert other["spec"]["leaseTransitions"] == 4
