@@ -161,10 +161,36 @@ class Kubelet:
                 last_status = time.monotonic()
 
     # ---- pods ------------------------------------------------------------------------------
+    def _affinity_allows(self, pod, node):
+        """Required node affinity: DaemonSet Pods pin their node with a metadata.name field term."""
+        affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+        if not required:
+            return True
+        for term in required.node_selector_terms or []:
+            ok = True
+            for expr in term.match_fields or []:
+                if expr.key == "metadata.name":
+                    ok &= (node in (expr.values or [])) == (expr.operator == "In")
+            for expr in term.match_expressions or []:
+                value = self.node_labels[node].get(expr.key)
+                if expr.operator == "In":
+                    ok &= value in (expr.values or [])
+                elif expr.operator == "NotIn":
+                    ok &= value not in (expr.values or [])
+                elif expr.operator == "Exists":
+                    ok &= value is not None
+                elif expr.operator == "DoesNotExist":
+                    ok &= value is None
+            if ok:
+                return True
+        return False
+
     def pick_node(self, pod):
         selector = pod.spec.node_selector or {}
         candidates = [n for n in self.nodes if not self.knobs.is_dead(n)
-                      and all(self.node_labels[n].get(k) == v for k, v in selector.items())]
+                      and all(self.node_labels[n].get(k) == v for k, v in selector.items())
+                      and self._affinity_allows(pod, n)]
         if not candidates:
             return None
         return candidates[next(self.rr) % len(candidates)]
@@ -309,7 +335,12 @@ class Kubelet:
     def on_knobs(self, event_type, cm):
         if cm.metadata.name != KNOBS_NAME:
             return
+        was_dead = set(self.knobs.dead_nodes)
         self.knobs.update(None if event_type == "DELETED" else cm.data)
+        for name in was_dead - self.knobs.dead_nodes:
+            # A kubelet that comes back posts its status at once, as a restarted kubelet does.
+            self.report_status(name)
+            self.renew_lease(name)
         log.info("knobs now: delay=%s neverReady=%s dead=%s", self.knobs.ready_delay,
                  self.knobs.never_ready and self.knobs.never_ready.pattern, self.knobs.dead_nodes)
         # Re-evaluate Pods on nodes that came back.

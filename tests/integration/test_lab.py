@@ -237,3 +237,23 @@ def test_two_labs_side_by_side_and_down_leaves_nothing(lab, tmp_path):
     assert not any(procs.alive(r) for r in started), "down ends every process it started"
     assert not (tmp_path / "second").exists(), "down removes its state"
     assert cluster.status(lab["state_dir"])["running"], "the other lab is untouched"
+
+
+def _node_ready(node):
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def test_dead_node_knob_makes_the_real_node_lifecycle_controller_mark_it(api_client):
+    """A node that stops answering is marked by kube-controller-manager itself (grace 40 s)."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map("kube-system", {
+        "metadata": {"name": "tfops-lab-kubelet"}, "data": {"deadNodes": "tfops-gpu-2"}})
+    try:
+        node = wait_for(core.list_node, lambda n: n.metadata.name == "tfops-gpu-2"
+                        and not _node_ready(n), timeout=120)
+        ready = next(c for c in node.status.conditions if c.type == "Ready")
+        assert ready.status == "Unknown" and ready.reason == "NodeStatusUnknown"
+        assert all(_node_ready(n) for n in core.list_node().items if n.metadata.name != "tfops-gpu-2")
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    wait_for(core.list_node, lambda n: n.metadata.name == "tfops-gpu-2" and _node_ready(n), timeout=60)

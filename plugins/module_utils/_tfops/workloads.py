@@ -6,13 +6,36 @@ what ``kubectl rollout restart`` writes, and what ``kubectl rollout status`` cal
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
-def restart_patch(timestamp):
-    """The same merge patch ``kubectl rollout restart`` sends (so both tools recognise it)."""
-    return {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp}}}}}
+SECRET_ANNOTATION_PREFIX = "secret.ops.tensor-fusion.ai/"
+
+
+def restart_patch(timestamp, extra_annotations=None):
+    """The merge patch ``kubectl rollout restart`` sends (so both tools recognise it), plus any
+    annotations that record why (such as the Secret version the restart was for)."""
+    annotations = {RESTARTED_AT: timestamp}
+    annotations.update(extra_annotations or {})
+    return {"spec": {"template": {"metadata": {"annotations": annotations}}}}
+
+
+def secret_annotation(secret):
+    """(key, value) recording the Secret version a restart was for: its UID and resourceVersion,
+    which change with every write (no content, not even a hash, goes into the workload)."""
+    meta = secret["metadata"]
+    name = meta["name"]
+    if len(name) > 63:  # an annotation name part is at most 63 characters
+        import hashlib
+        name = name[:46] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return SECRET_ANNOTATION_PREFIX + name, "%s:%s" % (meta["uid"], meta["resourceVersion"])
+
+
+def template_annotations(obj):
+    return ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("annotations") or {}
 
 
 def _count(status, key):
@@ -112,7 +135,6 @@ def pod_problems(pods):
 def all_started_after(pods, when):
     """True when every live Pod's start time is at or after ``when`` (an aware datetime).
     A Pod with no start time yet counts as new: it was created by the rollout in progress."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp"):
             continue

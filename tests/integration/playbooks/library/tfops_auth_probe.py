@@ -19,7 +19,7 @@ options:
 extends_documentation_fragment:
   - tensorfusion.ops.auth
 author:
-  - tensorfusion.ops contributors
+  - TensorFusion ops maintainers (@NexusGPU)
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  wait:
+    description:
+      - Whether to wait until the change is done. Waiting follows a watch, not a poll.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - How many seconds to wait at most.
+    type: int
+    default: 600
+  deadline:
+    description:
+      - An absolute time (ISO 8601, for example the end of a maintenance window as returned by
+        M(tensorfusion.ops.maintenance_window)) after which no wait goes on.
+      - The earlier of O(deadline) and O(wait_timeout) ends the wait; a wait that ends this way
+        fails and says what it was waiting for and what was still missing.
+    type: str
+"""

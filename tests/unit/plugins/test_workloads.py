@@ -1,0 +1,107 @@
+"""Pure decisions of workload_restart: rollout status as kubectl judges it, selectors, times."""
+import datetime
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import selector_string
+
+UTC = datetime.timezone.utc
+
+
+def deploy(generation=2, observed=2, replicas=3, updated=3, total=3, available=3, conditions=()):
+    return {"metadata": {"name": "d", "namespace": "ns", "generation": generation},
+            "spec": {"replicas": replicas},
+            "status": {"observedGeneration": observed, "updatedReplicas": updated,
+                       "replicas": total, "availableReplicas": available,
+                       "conditions": list(conditions)}}
+
+
+@pytest.mark.parametrize("obj,done,fragment", [
+    (deploy(), True, "3 of 3 replicas updated and available"),
+    (deploy(observed=1), False, "not yet seen generation 2"),
+    (deploy(updated=1), False, "1 of 3 replicas updated"),
+    (deploy(total=4), False, "1 old replicas pending termination"),
+    (deploy(available=2), False, "2 of 3 updated replicas available"),
+    (deploy(conditions=[{"type": "Progressing", "reason": "ProgressDeadlineExceeded",
+                         "message": "took too long"}]), False, "exceeded its progress deadline"),
+])
+def test_deployment_rollout_state(obj, done, fragment):
+    ok, detail = workloads.rollout_state("Deployment", obj)
+    assert ok is done
+    assert fragment in detail
+
+
+def test_statefulset_waits_for_revision_and_readiness():
+    sts = {"metadata": {"name": "s", "namespace": "ns", "generation": 1},
+           "spec": {"replicas": 2},
+           "status": {"observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 1,
+                      "currentRevision": "s-1", "updateRevision": "s-2"}}
+    assert workloads.rollout_state("StatefulSet", sts)[0] is False
+    sts["status"]["currentRevision"] = "s-2"
+    assert workloads.rollout_state("StatefulSet", sts)[0] is True
+    sts["status"]["readyReplicas"] = 1
+    assert workloads.rollout_state("StatefulSet", sts) == (False, "StatefulSet ns/s: 1 of 2 replicas ready")
+    sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    assert workloads.rollout_state("StatefulSet", sts)[0] is True
+
+
+def test_daemonset_state():
+    ds = {"metadata": {"name": "x", "namespace": "ns", "generation": 1},
+          "status": {"observedGeneration": 1, "desiredNumberScheduled": 4,
+                     "updatedNumberScheduled": 4, "numberAvailable": 3}}
+    assert workloads.rollout_state("DaemonSet", ds) == (False, "DaemonSet ns/x: 3 of 4 updated Pods available")
+    ds["status"]["numberAvailable"] = 4
+    assert workloads.rollout_state("DaemonSet", ds)[0] is True
+
+
+def test_restart_patch_matches_kubectl():
+    assert workloads.restart_patch("T") == {
+        "spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "T"}}}}}
+
+
+def pod(name, start, ready=True, waiting=None, deleting=False):
+    status = {"startTime": start, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if waiting:
+        status["containerStatuses"] = [{"name": "c", "state": {"waiting": {"reason": waiting}}}]
+    meta = {"name": name, "creationTimestamp": start}
+    if deleting:
+        meta["deletionTimestamp"] = start
+    return {"metadata": meta, "status": status}
+
+
+def test_all_started_after_ignores_terminating_pods():
+    after = datetime.datetime(2026, 11, 29, 2, 0, tzinfo=UTC)
+    pods = [pod("new", "2026-11-29T02:00:05Z"), pod("old", "2026-11-29T01:00:00Z", deleting=True)]
+    assert workloads.all_started_after(pods, after)
+    pods.append(pod("stale", "2026-11-29T01:59:59Z"))
+    assert not workloads.all_started_after(pods, after)
+
+
+def test_pod_problems_name_the_reason():
+    problems = workloads.pod_problems([pod("a", "t"), pod("b", "t", ready=False, waiting="ImagePullBackOff"),
+                                       pod("c", "t", ready=False)])
+    assert problems == ["b (c: ImagePullBackOff)", "c (phase Pending)"]
+
+
+def test_selector_string_covers_expressions():
+    sel = {"matchLabels": {"b": "2", "a": "1"},
+           "matchExpressions": [{"key": "t", "operator": "In", "values": ["x", "y"]},
+                                {"key": "u", "operator": "NotIn", "values": ["z"]},
+                                {"key": "e", "operator": "Exists"},
+                                {"key": "n", "operator": "DoesNotExist"}]}
+    assert selector_string(sel) == "a=1,b=2,t in (x,y),u notin (z),e,!n"
+
+
+def test_secret_annotation_records_version_not_content():
+    secret = {"metadata": {"name": "creds", "uid": "u-1", "resourceVersion": "42"}, "data": {"k": "c2VjcmV0"}}
+    assert workloads.secret_annotation(secret) == ("secret.ops.tensor-fusion.ai/creds", "u-1:42")
+    long_name = {"metadata": {"name": "x" * 80, "uid": "u", "resourceVersion": "1"}}
+    key, _value = workloads.secret_annotation(long_name)
+    assert len(key.split("/", 1)[1]) <= 63
+
+
+def test_restart_patch_carries_extra_annotations():
+    patch = workloads.restart_patch("T", {"secret.ops.tensor-fusion.ai/creds": "u:1"})
+    assert patch["spec"]["template"]["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/restartedAt": "T", "secret.ops.tensor-fusion.ai/creds": "u:1"}
