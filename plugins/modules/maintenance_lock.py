@@ -198,6 +198,13 @@ previous:
   description: The lock as it was before this task (same keys as RV(lease)); null when no Lease existed.
   returned: success
   type: dict
+conflicts:
+  description:
+    - How many times another writer changed the Lease between this task's read and its write (each
+      time the task read it again and decided anew).
+  returned: success, and on failure when another holder holds the lock
+  type: int
+  sample: 0
 api_server:
   description: The API server the module talked to.
   returned: always

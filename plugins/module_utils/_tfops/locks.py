@@ -266,13 +266,18 @@ class LeaseLock:
     def change(self, decide, me, ttl, check_mode, clock=utcnow):
         """Read, decide, write; again from a fresh read after a conflict. ``decide(view, now)``
         returns (action, warning) or raises. Returns the result for the module."""
-        for _attempt in range(MAX_ATTEMPTS):
+        for conflicts in range(MAX_ATTEMPTS):
             before = self.read()
             now = clock()
             view = lease_view(before, now)
-            action, warning = decide(view, now)
+            try:
+                action, warning = decide(view, now)
+            except TfopsError as exc:
+                exc.details["conflicts"] = conflicts
+                raise
             result = dict(action=action, changed=action != "none", holder=me["holder"],
-                          previous=public_view(view), warnings=[warning] if warning else [])
+                          previous=public_view(view), conflicts=conflicts,
+                          warnings=[warning] if warning else [])
             if action == "none":
                 result.update(lease=public_view(view), diff=dict(before=diff_view(before),
                                                                  after=diff_view(before)))
