@@ -1,0 +1,267 @@
+"""TensorFusion in the lab: CRDs, the operator test double, the Pod webhook, and the test chart.
+
+Entry point: ``start(state, chart_version=V1)`` (``lab up --tensorfusion`` calls it). Helpers for
+tests: ``stop_operator``, ``start_operator``, ``set_knobs``, ``helm_install``.
+"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+from .. import paths, procs
+from ..cluster import LabError
+from .chartrepo import V1, V2, VERSIONS  # noqa: F401  (re-exported for tests and the CLI)
+
+NAMESPACE = "tensor-fusion-sys"
+RELEASE = "tensor-fusion-sys"
+CHART = "tensor-fusion"
+KNOBS = "tfops-lab-operator"
+CRD_DIR = Path(__file__).resolve().parent.parent / "crds"
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+class TensorFusionError(LabError):
+    """TensorFusion could not be brought up in the lab; the message says which part and why."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env() -> Dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+
+def _clients(state):
+    from kubernetes import client, config
+    cfg = client.Configuration()
+    config.load_kube_config(state["kubeconfig"], client_configuration=cfg)
+    return client.ApiClient(cfg)
+
+
+def _save(state: Dict) -> None:
+    path = Path(state["state_dir"]) / "state.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.chmod(0o600)
+    tmp.rename(path)
+
+
+def install_crds(api_client, timeout: float = 60.0) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+    ext = client.ApiextensionsV1Api(api_client)
+    names = []
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        names.append(body["metadata"]["name"])
+        try:
+            ext.create_custom_resource_definition(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            cur = ext.read_custom_resource_definition(body["metadata"]["name"])
+            body["metadata"]["resourceVersion"] = cur.metadata.resource_version
+            ext.replace_custom_resource_definition(body["metadata"]["name"], body)
+    deadline = time.monotonic() + timeout
+    for name in names:  # a handful of objects, once: polling is fine here
+        while True:
+            crd = ext.read_custom_resource_definition(name)
+            if any(c.type == "Established" and c.status == "True"
+                   for c in (crd.status.conditions or [])):
+                break
+            if time.monotonic() > deadline:
+                raise TensorFusionError(f"CRD {name} not Established")
+            time.sleep(0.2)
+
+
+def _webhook_cert(state: Dict, out: Path) -> None:
+    pki = Path(state["state_dir"]) / "pki"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "webhook.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,"
+                                     f"DNS:{RELEASE}-webhook.{NAMESPACE}.svc\n"
+                                     "extendedKeyUsage=serverAuth\n")
+    for cmd in (["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "webhook.key", "-out",
+                 "webhook.csr", "-subj", "/CN=tensor-fusion-webhook"],
+                ["x509", "-req", "-in", "webhook.csr", "-CA", str(pki / "ca.crt"), "-CAkey",
+                 str(pki / "ca.key"), "-CAcreateserial", "-CAserial", "webhook.srl", "-days", "3650",
+                 "-out", "webhook.crt", "-extfile", "webhook.ext"]):
+        res = subprocess.run(["openssl", *cmd], cwd=out, capture_output=True, text=True)
+        if res.returncode:
+            raise TensorFusionError(f"openssl {cmd[0]}: {res.stderr.strip()}")
+
+
+def _wait_http(url: str, rec: Dict, what: str, timeout: float = 30.0, ctx=None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not procs.alive(rec):
+            raise TensorFusionError(f"{what} exited; see its log in the lab's logs folder")
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=ctx):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TensorFusionError(f"{what} did not answer at {url}")
+
+
+def _ensure_namespace_and_secret(api_client, cert_dir: Path) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+    core = client.CoreV1Api(api_client)
+    for fn, args in ((core.create_namespace, ({"metadata": {"name": NAMESPACE}},)),
+                     # What the chart's certgen Job makes upstream: the webhook serving cert.
+                     (core.create_namespaced_secret, (NAMESPACE, {
+                         "metadata": {"name": "tensor-fusion-webhook-secret"},
+                         "data": {"cert": base64.b64encode((cert_dir / "webhook.crt").read_bytes())
+                                  .decode(),
+                                  "key": base64.b64encode((cert_dir / "webhook.key").read_bytes())
+                                  .decode()}}))):
+        try:
+            fn(*args)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+
+def start_operator(state: Dict, workers: int = 4, gpus_per_node: int = 1) -> Dict:
+    """(Re)start the operator double; its record replaces any earlier one in the state."""
+    logs = Path(state["state_dir"]) / "logs"
+    rec = procs.spawn("tf-operator", [
+        sys.executable, "-m", "lab.tensorfusion.operator", "--kubeconfig", state["kubeconfig"],
+        "--workers", str(workers), "--gpus-per-node", str(gpus_per_node)], logs, env=_env())
+    state["processes"] = [r for r in state["processes"] if r["name"] != "tf-operator"] + [rec]
+    _save(state)
+    return rec
+
+
+def stop_operator(state: Dict) -> None:
+    """Stop the double (SIGTERM, as a Pod deletion would), e.g. in the middle of a rollout."""
+    for rec in state["processes"]:
+        if rec["name"] == "tf-operator":
+            procs.stop(rec)
+
+
+def set_knobs(api_client, **knobs) -> None:
+    """Write the double's fault knobs (ConfigMap tensor-fusion-sys/tfops-lab-operator); ``None``
+    removes a knob. Read live by the double."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+    core = client.CoreV1Api(api_client)
+    data = {k: (None if v is None else str(v)) for k, v in knobs.items()}
+    try:
+        core.patch_namespaced_config_map(KNOBS, NAMESPACE, {"data": data})
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        core.create_namespaced_config_map(NAMESPACE, {
+            "metadata": {"name": KNOBS}, "data": {k: v for k, v in data.items() if v is not None}})
+
+
+def helm_install(state: Dict, version: str = V1, helm_major: str = "3", values_cn: bool = False,
+                 extra: Optional[List[str]] = None, timeout: str = "10m") -> str:
+    """The documented command against the lab's chart repository; returns helm's output."""
+    repo = state["tensorfusion"]["chart_repo"]
+    cmd = [str(paths.helm_binary(helm_major)), "upgrade", "--install", "--create-namespace",
+           "--namespace", NAMESPACE, "--repo", repo, RELEASE, CHART, "--version", version,
+           "--kubeconfig", state["kubeconfig"], "--wait", "--timeout", timeout]
+    if values_cn:
+        cmd += ["-f", f"{repo}/values-cn.yaml"]
+    res = subprocess.run(cmd + list(extra or []), capture_output=True, text=True)
+    if res.returncode:
+        raise TensorFusionError(f"helm {helm_major} install of {version} failed: "
+                                f"{res.stderr.strip() or res.stdout.strip()}")
+    return res.stdout
+
+
+def _check_alive(state: Dict) -> None:
+    for rec in state["processes"]:
+        if rec["name"].startswith("tf-") and not procs.alive(rec):
+            raise TensorFusionError(f"{rec['name']} exited; see {state['state_dir']}/logs/"
+                                    f"{rec['name']}.log")
+
+
+def wait_pools_running(state: Dict, timeout: float) -> None:
+    """Watch (no polling) until the TensorFusionCluster and every GPUPool are Running."""
+    from kubernetes import client, watch
+    api = _clients(state)
+    co = client.CustomObjectsApi(api)
+    deadline = time.monotonic() + timeout
+    phases: Dict[str, str] = {}
+    try:
+        while time.monotonic() < deadline:
+            _check_alive(state)
+            for plural in ("tensorfusionclusters", "gpupools"):
+                for item in co.list_cluster_custom_object("tensor-fusion.ai", "v1", plural)["items"]:
+                    phases[f"{plural}/{item['metadata']['name']}"] = \
+                        (item.get("status") or {}).get("phase", "")
+            if any(k.startswith("gpupools/") for k in phases) and \
+                    all(p == "Running" for p in phases.values()):
+                return
+            listing = co.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools")
+            w = watch.Watch()
+            for ev in w.stream(co.list_cluster_custom_object, "tensor-fusion.ai", "v1", "gpupools",
+                               resource_version=listing["metadata"]["resourceVersion"],
+                               timeout_seconds=max(1, min(10, int(deadline - time.monotonic())))):
+                if (ev["object"].get("status") or {}).get("phase") == "Running":
+                    w.stop()  # re-check everything once something became Running
+        raise TensorFusionError(f"pools not Running after {timeout:.0f}s: {phases}")
+    finally:
+        api.close()
+
+
+def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None) -> List[Dict]:
+    """Install the CRDs, start the chart repository, the webhook and the operator double, install
+    chart ``chart_version`` with helm 3 and wait until every pool is Running. Appends the process
+    records to ``state['processes']`` and the details to ``state['tensorfusion']``; returns the
+    records it started."""
+    state_dir = Path(state["state_dir"])
+    logs = state_dir / "logs"
+    tf_dir = state_dir / "tensorfusion"
+    timeout = timeout or 180.0 + 0.5 * int(state.get("nodes") or 3)
+    api = _clients(state)
+    started: List[Dict] = []
+    try:
+        install_crds(api)
+        _webhook_cert(state, tf_dir)
+        _ensure_namespace_and_secret(api, tf_dir)
+        wh_port, repo_port = _free_port(), _free_port()
+        repo_url = f"http://127.0.0.1:{repo_port}"
+        webhook_url = f"https://127.0.0.1:{wh_port}/mutate-v1-pod"
+        ca = base64.b64encode((state_dir / "pki" / "ca.crt").read_bytes()).decode()
+        from .chartrepo import build
+        build(tf_dir / "chart-repo", repo_url, str(paths.helm_binary("3")), webhook_url, ca)
+        for name, cmd in (
+                ("tf-chart-repo", [sys.executable, "-m", "http.server", str(repo_port),
+                                   "--bind", "127.0.0.1", "--directory", str(tf_dir / "chart-repo")]),
+                ("tf-webhook", [sys.executable, "-m", "lab.tensorfusion.webhook", "--kubeconfig",
+                                state["kubeconfig"], "--port", str(wh_port),
+                                "--cert", str(tf_dir / "webhook.crt"),
+                                "--key", str(tf_dir / "webhook.key")])):
+            rec = procs.spawn(name, cmd, logs, env=_env())
+            started.append(rec)
+            state["processes"].append(rec)
+        state["tensorfusion"] = {"chart_repo": repo_url, "webhook_url": webhook_url,
+                                 "webhook_port": wh_port, "namespace": NAMESPACE,
+                                 "release": RELEASE, "chart": CHART, "versions": list(VERSIONS),
+                                 "chart_version": chart_version, "knobs_configmap": KNOBS}
+        _save(state)
+        _wait_http(f"{repo_url}/index.yaml", started[0], "chart repository")
+        import ssl
+        _wait_http(f"https://127.0.0.1:{wh_port}/healthz", started[1], "webhook",
+                   ctx=ssl.create_default_context(cafile=str(state_dir / "pki" / "ca.crt")))
+        started.append(start_operator(state))
+        helm_install(state, chart_version)
+        wait_pools_running(state, timeout)
+    finally:
+        api.close()
+    return started

@@ -1,0 +1,589 @@
+"""The reconcilers of the operator double: TensorFusionCluster -> GPUPool, Node -> GPUNode,
+GPUNode -> hypervisor Pod and GPUs, GPUPool capacity and component rollouts (the state machine in
+rollout.py), ProviderConfig revisions, TensorFusionWorkload hashes, and the scheduler's gpu-ids.
+
+All of them read the cache only and return the delay after which their key should come back.
+"""
+import json
+import logging
+import math
+import random
+import time
+from datetime import datetime, timezone
+
+from . import hashes, rollout
+
+log = logging.getLogger("tf-operator")
+NS = "tensor-fusion-sys"
+FINALIZER = "tensor-fusion.ai/finalizer"
+L_OWNER = "tensor-fusion.ai/managed-by"
+L_COMPONENT = "tensor-fusion.ai/component"
+L_HASH = "tensor-fusion.ai/pod-template-hash"
+L_POOL = "tensor-fusion.ai/gpupool"
+A_DEFAULT_POOL = "tensor-fusion.ai/is-default-pool"
+A_REVISIONS = "tensor-fusion.ai/provider-config-revisions"
+A_PC_HASH = "tensor-fusion.ai/provider-config-hash"
+A_GPU_IDS = "tensor-fusion.ai/gpu-ids"
+GPU_TFLOPS, GPU_VRAM, GPU_MODEL = 312, 80, "A100_SXM4_80GB"
+# Go struct fields that are RawExtensions / opaque: passed through as they are.
+RAW_KEYS = {"podTemplate", "patchToPod", "patchToContainer", "patchToEmbeddedWorkerContainer",
+            "patchEmbeddedWorkerToPod", "selector", "nodeSelector", "multiVendorNodeSelector",
+            "nodeProvisioner", "nodeCompaction", "qosConfig"}
+
+
+def pool_label(pool: str) -> str:
+    return f"tensor-fusion.ai/pool-{pool}"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def meta(obj):
+    return obj.get("metadata") or {}
+
+
+def labels(obj):
+    return meta(obj).get("labels") or {}
+
+
+def annotations(obj):
+    return meta(obj).get("annotations") or {}
+
+
+def deleting(obj) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def oldest_first(objs):
+    return sorted(objs, key=lambda o: (meta(o).get("creationTimestamp") or "", meta(o)["name"]))
+
+
+def go_struct(value):
+    """What a Go struct with ``omitempty`` fields makes of a spec: zero values vanish (so the CRD
+    defaults them again), RawExtensions pass through untouched."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            v = v if k in RAW_KEYS else go_struct(v)
+            if v not in (None, "", 0, {}, []):  # 0 == False == 0.0
+                out[k] = v
+        return out
+    if isinstance(value, list):
+        return [go_struct(v) for v in value]
+    return value
+
+
+def owner_ref(obj, kind, controller=True):
+    return {"apiVersion": "tensor-fusion.ai/v1" if kind != "Node" else "v1", "kind": kind,
+            "name": meta(obj)["name"], "uid": meta(obj)["uid"], "controller": controller,
+            "blockOwnerDeletion": True}
+
+
+def pod_ready(pod) -> bool:
+    st = pod.get("status") or {}
+    return st.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
+
+
+def node_ready(node) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def selector_matches(selector, node_labels) -> bool:
+    """corev1.NodeSelector: terms are ORed, expressions within a term ANDed."""
+    for term in (selector or {}).get("nodeSelectorTerms") or []:
+        ok = True
+        for expr in term.get("matchExpressions") or []:
+            key, op, vals = expr.get("key"), expr.get("operator"), expr.get("values") or []
+            has, val = key in node_labels, node_labels.get(key)
+            ok = {"In": has and val in vals, "NotIn": not has or val not in vals,
+                  "Exists": has, "DoesNotExist": not has}.get(op, False)
+            if not ok:
+                break
+        if ok and (term.get("matchExpressions") or term.get("matchFields")):
+            return True
+    return False
+
+
+def quantity_gi(n: float) -> str:
+    return f"{int(n)}Gi"
+
+
+class Controllers:
+    def __init__(self, store, api, queue, knobs, gpus_per_node=1):
+        self.store, self.api, self.queue, self.knobs = store, api, queue, knobs
+        self.gpus_per_node = gpus_per_node
+        self.operator_version = ""
+        self.create_not_before = {}   # gpunode -> monotonic time (slow nodes)
+        self.first_seen = {}          # (pool, component, hash) -> monotonic time (stale status)
+        self.last_note = {}
+
+    # ------------------------------------------------------------------ TensorFusionCluster
+    def reconcile_tfc(self, name):
+        tfc = self.store.get("tfc", name)
+        if not tfc:
+            return None
+        owned = [p for p in self.store.values("pool") if labels(p).get(L_OWNER) == name and any(
+            r.get("name") == name and r.get("kind") == "TensorFusionCluster"
+            for r in meta(p).get("ownerReferences") or [])]
+        status = tfc.get("status") or {}
+        if deleting(tfc):
+            self._tfc_status(tfc, {"phase": "Destroying"})
+            for p in owned:
+                if not deleting(p):
+                    self.api.delete("pool", meta(p)["name"])
+            if not owned:
+                self._drop_finalizer("tfc", tfc)
+            return 3.0 if owned else None
+        if FINALIZER not in (meta(tfc).get("finalizers") or []):
+            self._add_finalizer("tfc", tfc)
+        if not status.get("phase"):
+            self._tfc_status(tfc, {"phase": "Pending", "conditions": [
+                self._cond("Ready", False, "NewCreation", "new TensorFusionCluster")]})
+        changed = False
+        wanted = {}
+        for gp in (tfc.get("spec") or {}).get("gpuPools") or []:
+            pname = f"{name}-{gp.get('name', '')}"
+            wanted[pname] = gp
+            template = go_struct(gp.get("specTemplate") or {})
+            is_default = "true" if gp.get("isDefault") else "false"
+            pool = self.store.get("pool", pname)
+            if pool is None:
+                body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {
+                    "name": pname, "labels": {**labels(tfc), L_OWNER: name},
+                    "annotations": {A_DEFAULT_POOL: is_default},
+                    "ownerReferences": [owner_ref(tfc, "TensorFusionCluster")],
+                    "finalizers": [FINALIZER]}, "spec": template}
+                self.api.create("pool", body)
+                changed = True
+            elif go_struct(pool.get("spec") or {}) != template or \
+                    annotations(pool).get(A_DEFAULT_POOL) != is_default:
+                # A full overwrite: direct edits of a managed GPUPool are reverted.
+                self.api.patch("pool", pname, [
+                    {"op": "replace", "path": "/spec", "value": template},
+                    {"op": "add", "path": "/metadata/annotations",
+                     "value": {**annotations(pool), A_DEFAULT_POOL: is_default}}])
+                changed = True
+        for p in owned:
+            if meta(p)["name"] not in wanted and not deleting(p):
+                self.api.delete("pool", meta(p)["name"])
+                changed = True
+        if changed:
+            # New or changed pools may select other Nodes (our own write is already cached,
+            # so the pool's watch event will not look new: enqueue the Nodes here).
+            for node, _ in self.store.items("node"):
+                self.queue.add(("node", node))
+            self._tfc_status(tfc, {"phase": "Updating"})
+            return 3.0
+        pools = [self.store.get("pool", n) for n in wanted]
+        not_ready = [n for n, p in zip(wanted, pools)
+                     if not p or (p.get("status") or {}).get("phase") != "Running"]
+        if not_ready or len(owned) != len(wanted):
+            retry = int(status.get("retryCount") or 0) + 1
+            self._tfc_status(tfc, {
+                "phase": "Updating", "retryCount": retry, "conditions": [
+                    self._cond("Ready", False, "ResourcesUpdated", "GPU pools are not ready"),
+                    self._cond("GPUPoolReady", False, "StillChecking",
+                               f"not ready: {', '.join(not_ready) or 'pool count differs'}"),
+                    self._cond("TimeSeriesDatabaseReady", True, "CheckPassed", "")]})
+            # Jittered exponential backoff of 3-60 s; pool events come in earlier anyway.
+            return min(60.0, 3.0 * 2 ** min(retry, 5)) * random.uniform(0.8, 1.2)
+        st = [p.get("status") or {} for p in pools]
+        self._tfc_status(tfc, {
+            "phase": "Running", "retryCount": 0, "conditions": [
+                self._cond("Ready", True, "CheckPassed", ""),
+                self._cond("GPUPoolReady", True, "CheckPassed", ""),
+                self._cond("TimeSeriesDatabaseReady", True, "CheckPassed", "")],
+            "totalPools": len(pools), "readyGPUPools": list(wanted), "notReadyGPUPools": [],
+            "totalNodes": sum(s.get("totalNodes") or 0 for s in st),
+            "totalGPUs": sum(s.get("totalGPUs") or 0 for s in st),
+            "totalTFlops": str(sum(int(s.get("totalTFlops") or 0) for s in st)),
+            "totalVRAM": quantity_gi(sum(int(str(s.get("totalVRAM") or "0Gi")[:-2] or 0) for s in st)),
+            "availableTFlops": str(sum(int(s.get("availableTFlops") or 0) for s in st)),
+            "availableVRAM": quantity_gi(sum(int(str(s.get("availableVRAM") or "0Gi")[:-2] or 0)
+                                             for s in st))})
+        return None
+
+    def _cond(self, typ, ok, reason, message):
+        return {"type": typ, "status": "True" if ok else "False", "reason": reason,
+                "message": message, "lastTransitionTime": now_iso()}
+
+    def _tfc_status(self, tfc, fields):
+        cur = tfc.get("status") or {}
+        if "conditions" in fields:
+            # keep lastTransitionTime when a condition did not change
+            old = {c.get("type"): c for c in cur.get("conditions") or []}
+            for c in fields["conditions"]:
+                o = old.get(c["type"])
+                if o and o.get("status") == c["status"] and o.get("reason") == c["reason"]:
+                    c["lastTransitionTime"] = o.get("lastTransitionTime", c["lastTransitionTime"])
+        if all(cur.get(k) == v for k, v in fields.items()):
+            return
+        self.api.patch("tfc", meta(tfc)["name"], {"status": fields}, status=True)
+
+    # ------------------------------------------------------------------ finalizers
+    def _add_finalizer(self, kind, obj):
+        fins = list(meta(obj).get("finalizers") or []) + [FINALIZER]
+        self.api.patch(kind, meta(obj)["name"], {"metadata": {
+            "finalizers": fins, "resourceVersion": meta(obj)["resourceVersion"]}})
+
+    def _drop_finalizer(self, kind, obj):
+        fins = [f for f in meta(obj).get("finalizers") or [] if f != FINALIZER]
+        self.api.patch(kind, meta(obj)["name"], {"metadata": {
+            "finalizers": fins, "resourceVersion": meta(obj)["resourceVersion"]}})
+
+    # ------------------------------------------------------------------ Node -> GPUNode
+    def reconcile_node(self, name):
+        node = self.store.get("node", name)
+        gpunode = self.store.get("gpunode", name)
+        pool = None
+        if node is not None and not deleting(node):
+            for p in sorted(self.store.values("pool"), key=lambda p: meta(p)["name"]):
+                sel = ((p.get("spec") or {}).get("nodeManagerConfig") or {}).get("nodeSelector")
+                if not deleting(p) and selector_matches(sel, labels(node)):
+                    pool = p
+                    break
+        if gpunode is None and pool is not None:
+            pname = meta(pool)["name"]
+            body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", "metadata": {
+                "name": name, "labels": {L_OWNER: pname, pool_label(pname): "true"},
+                "ownerReferences": [owner_ref(pool, "GPUPool")], "finalizers": [FINALIZER]},
+                "spec": {"manageMode": "AutoSelect"}}
+            created = self.api.create("gpunode", body)
+            if created:
+                self.api.patch("gpunode", name, {"status": {"phase": "Pending"}}, status=True)
+        elif gpunode is not None and node is None and not deleting(gpunode):
+            self.api.delete("gpunode", name)
+        return None
+
+    # ------------------------------------------------------------------ GPUNode -> hypervisor
+    def _pool_of(self, gpunode):
+        return self.store.get("pool", labels(gpunode).get(L_OWNER, ""))
+
+    def node_hash(self, pool, gpunode, memo=None):
+        """The per-node Pod hash; ``memo`` shares it between the nodes of one pool reconcile
+        (it depends on the node only through its vendor)."""
+        spec = pool.get("spec") or {}
+        nm = spec.get("nodeManagerConfig") or {}
+        vendor = labels(gpunode).get("tensor-fusion.ai/hardware-vendor") or \
+            nm.get("defaultVendor", "NVIDIA")
+        if memo is not None and vendor in memo:
+            return memo[vendor]
+        h = hashes.hypervisor_node_hash(spec, annotations(pool).get(A_REVISIONS, ""),
+                                        self.operator_version, vendor,
+                                        nm.get("defaultIsolationMode", "soft"))
+        if memo is not None:
+            memo[vendor] = h
+        return h
+
+    def reconcile_gpunode(self, name):
+        gn = self.store.get("gpunode", name)
+        if gn is None:
+            return None
+        pod_key = f"{NS}/hypervisor-{name}"
+        pod = self.store.get("pod", pod_key)
+        gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
+        if deleting(gn):
+            if pod is not None and not deleting(pod):
+                self.api.delete("pod", pod_key)
+            for g in gpus:
+                if not deleting(g):
+                    self.api.delete("gpu", meta(g)["name"])
+            if pod is None:
+                self._drop_finalizer("gpunode", gn)
+            return None if pod is None else 2.0
+        pool = self._pool_of(gn)
+        if pool is None or not (pool.get("spec") or {}).get("componentConfig"):
+            return None
+        pname = meta(pool)["name"]
+        node = self.store.get("node", name)
+        phase = (gn.get("status") or {}).get("phase") or "Pending"
+        desired = self.node_hash(pool, gn)
+        if pod is None:
+            if node is None or not node_ready(node) or labels(node).get(
+                    "nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
+                return None  # creation skipped on a NotReady node or during a driver upgrade
+            delay = self.knobs.slow_node_delay(name)
+            if delay > 0:
+                nb = self.create_not_before.setdefault(name, time.monotonic() + delay)
+                if time.monotonic() < nb:
+                    return nb - time.monotonic()
+            self.create_not_before.pop(name, None)
+            self.api.create("pod", self.hypervisor_pod(pool, gn, node, desired))
+            return self._set_node_phase(gn, "Pending", gpus)
+        if deleting(pod):
+            return None  # the kubelet confirms the deletion; its event brings us back
+        stopped = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if phase != "Running" and (labels(pod).get(L_HASH) != desired or stopped):
+            # The rollout (or a not-Ready Pod) put the node out of Running: replace the Pod.
+            self.api.delete("pod", pod_key, uid=meta(pod).get("uid"))
+            return None
+        if len(gpus) < self.gpus_per_node:
+            self._create_gpus(gn, pname, len(gpus))
+            return None  # the GPU events bring us back
+        return self._set_node_phase(gn, "Running" if pod_ready(pod) else "Pending", gpus)
+
+    def _set_node_phase(self, gn, phase, gpus):
+        n = len(gpus)
+        want = {"phase": phase, "totalGPUs": n, "managedGPUs": n,
+                "totalTFlops": str(GPU_TFLOPS * n), "totalVRAM": quantity_gi(GPU_VRAM * n),
+                "virtualTFlops": str(GPU_TFLOPS * n * 5), "virtualVRAM": quantity_gi(GPU_VRAM * n),
+                "availableTFlops": str(GPU_TFLOPS * n), "availableVRAM": quantity_gi(GPU_VRAM * n),
+                "managedGPUDeviceIDs": sorted((g.get("status") or {}).get("uuid", "") for g in gpus)}
+        cur = gn.get("status") or {}
+        if any(cur.get(k) != v for k, v in want.items()):
+            self.api.patch("gpunode", meta(gn)["name"], {"status": want}, status=True)
+        gpu_phase = "Running" if phase == "Running" else "Pending"
+        for g in gpus:  # GPU phases follow the node
+            if (g.get("status") or {}).get("phase") != gpu_phase:
+                self.api.patch("gpu", meta(g)["name"], {"status": {"phase": gpu_phase}},
+                               status=True)
+        return None
+
+    def _create_gpus(self, gn, pname, have):
+        name = meta(gn)["name"]
+        for i in range(have, self.gpus_per_node):
+            gname = f"{name}-gpu-{i}"
+            uuid = "GPU-" + hashes.fnv64a(gname.encode())
+            if self.store.get("gpu", gname):
+                continue
+            created = self.api.create("gpu", {
+                "apiVersion": "tensor-fusion.ai/v1", "kind": "GPU", "metadata": {
+                    "name": gname, "labels": {L_OWNER: name, L_POOL: pname},
+                    "ownerReferences": [owner_ref(gn, "GPUNode")]}})
+            if created:
+                cap = {"tflops": str(GPU_TFLOPS), "vram": quantity_gi(GPU_VRAM)}
+                self.api.patch("gpu", gname, {"status": {
+                    "phase": "Pending", "capacity": cap, "available": dict(cap), "uuid": uuid,
+                    "gpuModel": GPU_MODEL, "vendor": "NVIDIA", "index": i,
+                    "nodeSelector": {"kubernetes.io/hostname": name}, "usedBy": "tensor-fusion",
+                    "isolationPolicy": "Static", "activeIsolationMode": "soft"}}, status=True)
+
+    def hypervisor_pod(self, pool, gn, node, node_hash):
+        spec = pool.get("spec") or {}
+        hv = (spec.get("componentConfig") or {}).get("hypervisor") or {}
+        tmpl = ((hv.get("podTemplate") or {}).get("template")) or {}
+        tspec = json.loads(json.dumps(tmpl.get("spec") or {}))
+        containers = tspec.get("containers") or []
+        if len(containers) != 1:
+            containers = [{"name": "tensorfusion-hypervisor"}]  # code default on a bad template
+        port = hv.get("portNumber", 8001)
+        mode = (spec.get("nodeManagerConfig") or {}).get("defaultIsolationMode", "soft")
+        c0 = dict(containers[0])
+        c0.update({"image": hv.get("image") or "tensorfusion/tensor-fusion-hypervisor:latest",
+                   "args": [f"--isolation-mode={mode}", "--isolation-policy=static"],
+                   "ports": [{"name": "http", "containerPort": port}]})
+        c0.setdefault("readinessProbe", {"httpGet": {"path": "/readyz", "port": port},
+                                         "initialDelaySeconds": 5, "periodSeconds": 15})
+        tspec.update({"nodeName": meta(gn)["name"], "hostNetwork": True, "hostPID": True,
+                      "terminationGracePeriodSeconds": 5, "restartPolicy": "Always",
+                      "containers": [c0] + containers[1:]})
+        tspec.setdefault("initContainers", [{"name": "init-shm", "image": c0["image"]}])
+        pname = meta(pool)["name"]
+        owners = [owner_ref(gn, "GPUNode")]
+        if node is not None:
+            owners.append(owner_ref(node, "Node", controller=False))
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"hypervisor-{meta(gn)['name']}", "namespace": NS,
+            "labels": {**((tmpl.get("metadata") or {}).get("labels") or {}),
+                       L_COMPONENT: "hypervisor", pool_label(pname): "true", L_HASH: node_hash},
+            "annotations": (tmpl.get("metadata") or {}).get("annotations") or {},
+            "ownerReferences": owners}, "spec": tspec}
+
+    # ------------------------------------------------------------------ GPUPool
+    def reconcile_pool(self, name):
+        pool = self.store.get("pool", name)
+        if pool is None:
+            return None
+        nodes = [n for n in self.store.values("gpunode") if labels(n).get(pool_label(name)) == "true"]
+        if deleting(pool):
+            self._pool_status(pool, {"phase": "Destroying"})
+            for n in nodes:
+                if not deleting(n):
+                    self.api.delete("gpunode", meta(n)["name"])
+            if not nodes:
+                self._drop_finalizer("pool", pool)
+            return None if not nodes else 2.0
+        if FINALIZER not in (meta(pool).get("finalizers") or []):
+            self._add_finalizer("pool", pool)
+        self._ensure_revisions(pool)
+        live = [n for n in nodes if not deleting(n)]
+        self._pool_capacity(pool, live)
+        spec = pool.get("spec") or {}
+        if not spec.get("componentConfig"):
+            log.error("pool %s: missing componentconfig in pool spec", name)
+            return 30.0
+        waits = [w for w in (self._component(pool, c, live) for c in rollout.COMPONENTS)
+                 if w is not None]
+        return min(waits) if waits else None
+
+    def _pool_capacity(self, pool, nodes):
+        spec = pool.get("spec") or {}
+        ready = [n for n in nodes if (n.get("status") or {}).get("phase") == "Running"]
+        gpus = sum(int((n.get("status") or {}).get("totalGPUs") or 0) for n in ready)
+        if nodes:
+            phase = "Running" if len(ready) == len(nodes) else "Updating"
+        else:
+            mins = (spec.get("capacityConfig") or {}).get("minResources") or {}
+            phase = "Running" if str(mins.get("tflops", 0)) in ("0", "") and \
+                str(mins.get("vram", 0)) in ("0", "") else "Updating"
+        self._pool_status(pool, {
+            "phase": phase, "totalNodes": len(nodes), "totalGPUs": gpus,
+            "readyNodes": len(ready), "notReadyNodes": len(nodes) - len(ready),
+            "totalTFlops": str(GPU_TFLOPS * gpus), "totalVRAM": quantity_gi(GPU_VRAM * gpus),
+            "virtualTFlops": str(GPU_TFLOPS * gpus * 5), "virtualVRAM": quantity_gi(GPU_VRAM * gpus),
+            "availableTFlops": str(GPU_TFLOPS * gpus), "availableVRAM": quantity_gi(GPU_VRAM * gpus)})
+
+    def _pool_status(self, pool, fields):
+        cur = pool.get("status") or {}
+        if "componentStatus" not in cur:
+            fields = {"componentStatus": {}, **fields}
+        if all(cur.get(k) == v for k, v in fields.items()):
+            return
+        self.api.patch("pool", meta(pool)["name"], {"status": fields}, status=True)
+
+    def _ensure_revisions(self, pool):
+        """A pool that can use a vendor whose ProviderConfig has been processed carries its
+        revision (the ProviderConfig reconciler moves it on later changes)."""
+        vendor = ((pool.get("spec") or {}).get("nodeManagerConfig") or {}).get("defaultVendor",
+                                                                                 "NVIDIA")
+        revs = json.loads(annotations(pool).get(A_REVISIONS) or "{}")
+        for pc in self.store.values("pc"):
+            h = annotations(pc).get(A_PC_HASH)
+            v = (pc.get("spec") or {}).get("vendor", "")
+            if h and v.lower() == vendor.lower() and v not in revs:
+                revs[v] = h
+                self.api.patch("pool", meta(pool)["name"], {"metadata": {"annotations": {
+                    A_REVISIONS: json.dumps(revs, sort_keys=True, separators=(",", ":"))}}})
+
+    def pool_hash(self, pool, component):
+        spec = pool.get("spec") or {}
+        if component == "hypervisor":
+            return hashes.hypervisor_pool_hash(spec, annotations(pool).get(A_REVISIONS, ""),
+                                               self.operator_version)
+        return hashes.worker_hash(spec) if component == "worker" else hashes.client_hash(spec)
+
+    def _resources(self, pool, component, nodes):
+        name = meta(pool)["name"]
+        spec = pool.get("spec") or {}
+        if component == "hypervisor":
+            stale, updated, memo = [], 0, {}
+            for n in oldest_first(nodes):
+                pod = self.store.get("pod", f"{NS}/hypervisor-{meta(n)['name']}")
+                if pod is not None and labels(pod).get(L_HASH) == self.node_hash(pool, n, memo):
+                    updated += 1
+                else:
+                    stale.append(meta(n)["name"])
+            recheck = any((n.get("status") or {}).get("phase", "Pending") == "Pending" for n in nodes)
+            return rollout.Resources(len(nodes), updated, recheck, stale)
+        if component == "worker":
+            wls = [w for w in self.store.values("workload") if labels(w).get(L_POOL) == name]
+            stale = [f"{meta(w)['namespace']}/{meta(w)['name']}" for w in oldest_first(wls)
+                     if (w.get("status") or {}).get("podTemplateHash") !=
+                     hashes.workload_hash(spec, w.get("spec"))]
+            recheck = any(not (w.get("status") or {}).get("podTemplateHash") for w in wls)
+            return rollout.Resources(len(wls), len(wls) - len(stale), recheck, stale)
+        want = hashes.client_hash(spec)
+        pods = [p for p in self.store.values("pod") if labels(p).get("tensor-fusion.ai/enabled") ==
+                "true" and labels(p).get(L_POOL) == name]
+        stale = [f"{meta(p)['namespace']}/{meta(p)['name']}" for p in oldest_first(pods)
+                 if labels(p).get(L_HASH) != want]
+        return rollout.Resources(len(pods), len(pods) - len(stale),
+                                 any(deleting(p) for p in pods), stale)
+
+    def _component(self, pool, component, nodes):
+        name = meta(pool)["name"]
+        h = self.pool_hash(pool, component)
+        cur = rollout.state_from_pool(pool, component)
+        stale_for = self.knobs.stale_status_seconds
+        if cur.hash and h != cur.hash and stale_for > 0:
+            # Fault knob: keep reporting the previous (possibly synced) status for a while.
+            seen = self.first_seen.setdefault((name, component, h), time.monotonic())
+            if time.monotonic() - seen < stale_for:
+                return seen + stale_for - time.monotonic()
+        d = rollout.manage_update(cur, h, rollout.policy_from_pool(pool.get("spec"), component),
+                                  self._resources(pool, component, nodes), time.time(),
+                                  gap_floor=self.knobs.gap_floor,
+                                  recheck_after=self.knobs.pending_recheck)
+        if self.last_note.get((name, component)) != d.note:
+            self.last_note[(name, component)] = d.note
+            log.info("pool %s %s: %s", name, component, d.note)
+        if d.annotations is not None:
+            k_prog, k_last = rollout.annotation_keys(component)
+            want = {k_prog: d.annotations["in_progress"], k_last: d.annotations["last_time"]}
+            if any(annotations(pool).get(k) != v for k, v in want.items()):
+                pool = self.api.patch("pool", name, {"metadata": {"annotations": want}}) or pool
+        if d.status is not None:
+            patch = rollout.component_status_patch(component, d.status)
+            cs = (pool.get("status") or {}).get("componentStatus") or {}
+            if any(cs.get(k) != v for k, v in patch.items()):
+                self.api.patch("pool", name, {"status": {"componentStatus": patch}}, status=True)
+        for key in d.update:
+            if component == "hypervisor":
+                self.api.patch("gpunode", key, {"status": {"phase": "Pending"}}, status=True)
+            elif component == "worker":
+                self.api.patch("workload", key, {"status": {"podTemplateHash": None}}, status=True)
+            else:
+                self.api.delete("pod", key)
+        if d.update and component != "hypervisor":
+            return 3.0
+        return d.requeue_after
+
+    # ------------------------------------------------------------------ ProviderConfig
+    def reconcile_pc(self, name):
+        pc = self.store.get("pc", name)
+        if pc is None or deleting(pc):
+            return None
+        spec = pc.get("spec") or {}
+        h = hashes.provider_spec_hash(spec)
+        if annotations(pc).get(A_PC_HASH) == h:
+            return None  # recorded: a restart does not trigger a new rollout
+        vendor = spec.get("vendor", "")
+        for pool in self.store.values("pool"):
+            pv = ((pool.get("spec") or {}).get("nodeManagerConfig") or {}).get("defaultVendor",
+                                                                               "NVIDIA")
+            if pv.lower() != vendor.lower():
+                continue
+            revs = json.loads(annotations(pool).get(A_REVISIONS) or "{}")
+            revs[vendor] = h
+            self.api.patch("pool", meta(pool)["name"], {"metadata": {"annotations": {
+                A_REVISIONS: json.dumps(revs, sort_keys=True, separators=(",", ":"))}}})
+        self.api.patch("pc", name, {"metadata": {"annotations": {A_PC_HASH: h}}})
+        return None
+
+    # ------------------------------------------------------------------ TensorFusionWorkload
+    def reconcile_workload(self, key):
+        wl = self.store.get("workload", key)
+        if wl is None or deleting(wl):
+            return None
+        pool = self.store.get("pool", (wl.get("spec") or {}).get("poolName") or
+                              labels(wl).get(L_POOL, ""))
+        if pool is None:
+            return None
+        want = hashes.workload_hash(pool.get("spec") or {}, wl.get("spec"))
+        st = wl.get("status") or {}
+        if st.get("podTemplateHash") != want:
+            # Webhook-made workloads are dynamic: no Pod is restarted, the hash is just stored.
+            self.api.patch("workload", key, {"status": {"podTemplateHash": want,
+                                                        "phase": "Running"}}, status=True)
+        return None
+
+    # ------------------------------------------------------------------ scheduler stand-in
+    def reconcile_tfpod(self, key):
+        """What tensor-fusion-scheduler adds once a TF Pod is bound: the GPUs it got."""
+        pod = self.store.get("pod", key)
+        if pod is None or deleting(pod) or A_GPU_IDS in annotations(pod):
+            return None
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return None
+        gpus = sorted(meta(g)["name"] for g in self.store.values("gpu")
+                      if labels(g).get(L_OWNER) == node)
+        if not gpus:
+            return 2.0
+        count = int(annotations(pod).get("tensor-fusion.ai/gpu-count") or 1)
+        self.api.patch("pod", key, {"metadata": {"annotations": {
+            A_GPU_IDS: ",".join(gpus[:max(1, math.ceil(count))])}}})
+        return None

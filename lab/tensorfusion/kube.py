@@ -1,0 +1,91 @@
+"""API writes of the double. Every successful write goes into the cache at once (write-through);
+404 and 409 are expected races (a watch is always a little behind) and are not errors."""
+import json
+import logging
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+GROUP, VERSION = "tensor-fusion.ai", "v1"
+PLURALS = {"tfc": "tensorfusionclusters", "pool": "gpupools", "gpunode": "gpunodes", "gpu": "gpus",
+           "pc": "providerconfigs", "workload": "tensorfusionworkloads"}
+log = logging.getLogger("tf-operator")
+
+
+def key_of(obj: dict) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+class Api:
+    def __init__(self, store):
+        self.store = store
+        self.co = client.CustomObjectsApi()
+        self.core = client.CoreV1Api()
+
+    def _keep(self, kind, obj):
+        if isinstance(obj, dict) and obj.get("metadata"):
+            self.store.put(kind, key_of(obj), obj)
+        return obj
+
+    @staticmethod
+    def _expected(exc: ApiException) -> bool:
+        if exc.status in (404, 409):
+            log.debug("expected race: %s %s", exc.status, exc.reason)
+            return True
+        return False
+
+    def create(self, kind: str, body: dict):
+        ns = body["metadata"].get("namespace")
+        try:
+            if kind == "pod":
+                resp = self.core.create_namespaced_pod(ns, body, _preload_content=False)
+                return self._keep(kind, json.loads(resp.data))
+            if ns:
+                return self._keep(kind, self.co.create_namespaced_custom_object(
+                    GROUP, VERSION, ns, PLURALS[kind], body))
+            return self._keep(kind, self.co.create_cluster_custom_object(
+                GROUP, VERSION, PLURALS[kind], body))
+        except ApiException as exc:
+            if exc.status == 409:  # already there: the cache will show it
+                return None
+            raise
+
+    def patch(self, kind: str, key: str, body, status: bool = False):
+        """JSON merge patch for a dict body, JSON patch for a list."""
+        ns, _, name = key.rpartition("/")
+        try:
+            if kind == "pod":
+                resp = self.core.api_client.call_api(
+                    f"/api/v1/namespaces/{ns}/pods/{name}", "PATCH", body=body,
+                    header_params={"Content-Type": "application/merge-patch+json",
+                                   "Accept": "application/json"},
+                    auth_settings=["BearerToken"], _preload_content=False)
+                return self._keep(kind, json.loads(resp[0].data))
+            plural = PLURALS[kind]
+            if ns:
+                fn = (self.co.patch_namespaced_custom_object_status if status
+                      else self.co.patch_namespaced_custom_object)
+                return self._keep(kind, fn(GROUP, VERSION, ns, plural, name, body))
+            fn = (self.co.patch_cluster_custom_object_status if status
+                  else self.co.patch_cluster_custom_object)
+            return self._keep(kind, fn(GROUP, VERSION, plural, name, body))
+        except ApiException as exc:
+            if self._expected(exc):
+                return None
+            raise
+
+    def delete(self, kind: str, key: str, uid: str = None) -> None:
+        ns, _, name = key.rpartition("/")
+        opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid) if uid else None)
+        try:
+            if kind == "pod":
+                self.core.delete_namespaced_pod(name, ns, body=opts, _preload_content=False)
+            elif ns:
+                self.co.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURALS[kind], name,
+                                                        body=opts)
+            else:
+                self.co.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body=opts)
+        except ApiException as exc:
+            if not self._expected(exc):
+                raise

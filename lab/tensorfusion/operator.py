@@ -1,0 +1,261 @@
+"""The TensorFusion operator test double: ``python -m lab.tensorfusion.operator --kubeconfig K``.
+
+kopf does the list+watch of every kind the double needs and feeds a cache (store.py); worker
+threads run the reconcilers (controllers.py) from a delayed work queue, as controller-runtime does.
+It acts only while a Pod of the chart's controller Deployment (label
+``tensor-fusion.ai/component=operator`` in ``tensor-fusion-sys``) is Ready, and takes that Pod's
+``controller`` image tag as its own version (part of the hypervisor hash).
+
+Fault knobs: ConfigMap ``tensor-fusion-sys/tfops-lab-operator``, read live (see ``Knobs``).
+"""
+import argparse
+import logging
+import os
+import threading
+import time
+
+import kopf
+from kubernetes import client, config
+
+from . import controllers as c
+from .kube import Api, key_of
+from .store import Store, WorkQueue
+
+KNOBS_NAME = "tfops-lab-operator"
+log = logging.getLogger("tf-operator")
+
+
+class Knobs:
+    """``batchGapFloorSeconds`` (default 3): floor of the gap between batches;
+    ``pendingRecheckSeconds`` (default 3): recheck period while a node is Pending;
+    ``staleStatusSeconds`` (default 0): after a component hash changes, keep reporting the old
+    componentStatus (hash, synced, progress) this long; ``slowNodes``: ``node=seconds,...`` (``*``
+    for every node): wait that long before (re)creating that node's hypervisor Pod."""
+
+    def __init__(self):
+        self.update({})
+
+    def update(self, data):
+        data = data or {}
+
+        def num(key, default):
+            try:
+                return max(0.0, float(data.get(key, default)))
+            except (TypeError, ValueError):
+                return default
+        self.gap_floor = num("batchGapFloorSeconds", 3.0)
+        self.pending_recheck = num("pendingRecheckSeconds", 3.0)
+        self.stale_status_seconds = num("staleStatusSeconds", 0.0)
+        slow = {}
+        for item in (data.get("slowNodes") or "").split(","):
+            name, _, secs = item.partition("=")
+            try:
+                slow[name.strip()] = float(secs)
+            except ValueError:
+                continue
+        self.slow = slow
+
+    def slow_node_delay(self, node: str) -> float:
+        return self.slow.get(node, self.slow.get("*", 0.0))
+
+
+class Operator:
+    def __init__(self, workers: int, gpus_per_node: int):
+        self.store = Store()
+        self.queue = WorkQueue()
+        self.knobs = Knobs()
+        self.api = Api(self.store)
+        self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node)
+        self.active = False
+        self.workers = workers
+        self.handlers = {"tfc": self.ctl.reconcile_tfc, "pool": self.ctl.reconcile_pool,
+                         "gpunode": self.ctl.reconcile_gpunode, "node": self.ctl.reconcile_node,
+                         "pc": self.ctl.reconcile_pc, "workload": self.ctl.reconcile_workload,
+                         "tfpod": self.ctl.reconcile_tfpod}
+
+    # ---------------------------------------------------------------- events -> cache + queue
+    def on_event(self, kind, event):
+        obj = event.get("object") or {}
+        if not obj.get("metadata"):
+            return
+        if kind == "pod" and not self._interesting_pod(obj):
+            return
+        if kind == "configmap":
+            if obj["metadata"].get("name") == KNOBS_NAME and \
+                    obj["metadata"].get("namespace") == c.NS:
+                self.knobs.update(None if event.get("type") == "DELETED" else obj.get("data"))
+                log.info("knobs: %s", vars(self.knobs))
+                for name, _ in self.store.items("pool"):
+                    self.queue.add(("pool", name))
+            return
+        key = key_of(obj)
+        if event.get("type") == "DELETED":
+            old = self.store.get(kind, key) or obj
+            self.store.remove(kind, key)
+        else:
+            old = self.store.put(kind, key, obj)
+            if old is None:
+                return  # older than what we already hold
+        self._enqueue_for(kind, key, obj, old)
+
+    @staticmethod
+    def _interesting_pod(pod):
+        lab = c.labels(pod)
+        if lab.get("tensor-fusion.ai/enabled") == "true":
+            return True
+        return pod["metadata"].get("namespace") == c.NS and \
+            lab.get(c.L_COMPONENT) in ("hypervisor", "operator")
+
+    def _enqueue_for(self, kind, key, obj, old):
+        q = self.queue.add
+        lab = c.labels(obj)
+        if kind == "tfc":
+            # GenerationChangedPredicate: label/annotation/status edits do not trigger it.
+            if c.meta(obj).get("generation") != c.meta(old).get("generation") or not old:
+                q(("tfc", key))
+        elif kind == "pool":
+            q(("pool", key))
+            for ref in c.meta(obj).get("ownerReferences") or []:
+                if ref.get("kind") == "TensorFusionCluster":
+                    q(("tfc", ref["name"]))
+            if not old or c.meta(obj).get("generation") != c.meta(old).get("generation"):
+                for name, _ in self.store.items("node"):
+                    q(("node", name))
+        elif kind == "gpunode":
+            q(("gpunode", key))
+            if lab.get(c.L_OWNER):
+                q(("pool", lab[c.L_OWNER]))
+        elif kind == "gpu":
+            if lab.get(c.L_OWNER):
+                q(("gpunode", lab[c.L_OWNER]))
+        elif kind == "node":
+            if not old or c.labels(old) != lab or c.node_ready(old) != c.node_ready(obj):
+                q(("node", key))
+                q(("gpunode", key))
+        elif kind == "pc":
+            q(("pc", key))
+        elif kind == "workload":
+            q(("workload", key))
+            if lab.get(c.L_POOL):
+                q(("pool", lab[c.L_POOL]))
+        elif kind == "pod":
+            comp = lab.get(c.L_COMPONENT)
+            if obj["metadata"].get("namespace") == c.NS and comp == "operator":
+                self.refresh_activity()
+            elif obj["metadata"].get("namespace") == c.NS and comp == "hypervisor":
+                for ref in c.meta(obj).get("ownerReferences") or []:
+                    if ref.get("kind") == "GPUNode":
+                        q(("gpunode", ref["name"]))
+                for k, v in lab.items():
+                    if k.startswith("tensor-fusion.ai/pool-") and v == "true":
+                        q(("pool", k[len("tensor-fusion.ai/pool-"):]))
+            if lab.get("tensor-fusion.ai/enabled") == "true":
+                if lab.get(c.L_POOL):
+                    q(("pool", lab[c.L_POOL]))
+                q(("tfpod", key))
+
+    # ---------------------------------------------------------------- activity
+    def refresh_activity(self):
+        ready = [p for p in self.store.values("pod") if c.labels(p).get(c.L_COMPONENT) == "operator"
+                 and c.meta(p).get("namespace") == c.NS and c.pod_ready(p) and not c.deleting(p)]
+        version = ""
+        if ready:
+            newest = max(ready, key=lambda p: c.meta(p).get("creationTimestamp") or "")
+            for ctr in (newest.get("spec") or {}).get("containers") or []:
+                if ctr.get("name") == "controller":
+                    image = ctr.get("image") or ""
+                    version = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else image
+        active = bool(ready)
+        if (active, version) != (self.active, self.ctl.operator_version):
+            log.info("controller Deployment %s; operator version %r",
+                     "has a Ready Pod: acting" if active else "has no Ready Pod: paused", version)
+            self.ctl.operator_version = version
+            self.active = active
+            if active:
+                for kind in ("tfc", "pool", "node", "gpunode", "pc", "workload"):
+                    for key, _ in self.store.items(kind):
+                        self.queue.add((kind, key))
+
+    # ---------------------------------------------------------------- workers
+    def work(self):
+        while True:
+            key = self.queue.get()
+            try:
+                if not self.active:
+                    continue  # dropped; everything is enqueued again on activation
+                again = self.handlers[key[0]](key[1])
+                if again is not None:
+                    self.queue.add(key, again)
+            except Exception:  # a failing reconcile is retried, as controller-runtime does
+                log.exception("reconcile %s failed", key)
+                self.queue.add(key, 2.0)
+            finally:
+                self.queue.done(key)
+
+    def start_workers(self):
+        for i in range(self.workers):
+            threading.Thread(target=self.work, name=f"worker-{i}", daemon=True).start()
+
+
+OP: Operator = None  # set by main() before kopf runs
+
+WATCHED = [("tfc", "tensor-fusion.ai", "v1", "tensorfusionclusters"),
+           ("pool", "tensor-fusion.ai", "v1", "gpupools"),
+           ("gpunode", "tensor-fusion.ai", "v1", "gpunodes"),
+           ("gpu", "tensor-fusion.ai", "v1", "gpus"),
+           ("pc", "tensor-fusion.ai", "v1", "providerconfigs"),
+           ("workload", "tensor-fusion.ai", "v1", "tensorfusionworkloads"),
+           ("node", "", "v1", "nodes"), ("pod", "", "v1", "pods"),
+           ("configmap", "", "v1", "configmaps")]
+
+
+def _register():
+    for kind, group, version, plural in WATCHED:
+        async def handler(event, _kind=kind, **_):
+            OP.on_event(_kind, event)
+        kopf.on.event(group, version, plural, id=f"cache-{kind}")(handler)
+
+    @kopf.on.startup()
+    def configure(settings: kopf.OperatorSettings, **_):
+        settings.posting.enabled = False       # upstream emits no Events for rollout steps
+        settings.watching.server_timeout = 240
+        settings.watching.client_timeout = 300
+
+    @kopf.on.login()
+    def login(**_):
+        # The same credentials as the worker threads' client (a token in the lab's kubeconfig).
+        cfg = client.Configuration.get_default_copy()
+        keys = cfg.api_key or {}
+        token = keys.get("BearerToken") or keys.get("authorization") or ""
+        return kopf.ConnectionInfo(server=cfg.host, ca_path=cfg.ssl_ca_cert,
+                                   scheme="Bearer" if token else None,
+                                   token=token.split(" ", 1)[-1] if token else None,
+                                   certificate_path=cfg.cert_file, private_key_path=cfg.key_file)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--gpus-per-node", type=int, default=1)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("kopf").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp").setLevel(logging.WARNING)
+    os.environ["KUBECONFIG"] = args.kubeconfig
+    config.load_kube_config(args.kubeconfig)
+    cfg = client.Configuration.get_default_copy()
+    cfg.connection_pool_maxsize = args.workers * 2
+    client.Configuration.set_default(cfg)
+    global OP
+    OP = Operator(args.workers, args.gpus_per_node)
+    OP.start_workers()
+    _register()
+    started = time.monotonic()
+    log.info("operator double starting")
+    kopf.run(clusterwide=True, standalone=True)
+    log.info("operator double stopped after %.0fs", time.monotonic() - started)
+
+
+if __name__ == "__main__":
+    main()
