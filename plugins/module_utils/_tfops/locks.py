@@ -16,6 +16,7 @@ import datetime
 import getpass
 import os
 import socket
+import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import (
     parse_time,
@@ -35,6 +36,9 @@ RELEASED_AT = PREFIX + "released-at"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
+# Test-only: seconds to pause between the first read and the write, so that the integration tests
+# can make two real runs read the same Lease before either writes (the race the design is for).
+TEST_PAUSE_VARIABLE = "TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE"
 
 
 class LockHeld(TfopsError):
@@ -287,6 +291,8 @@ class LeaseLock:
             if check_mode:
                 result["lease"] = public_view(lease_view(after, now))
                 return result
+            if conflicts == 0 and os.environ.get(TEST_PAUSE_VARIABLE):
+                time.sleep(float(os.environ[TEST_PAUSE_VARIABLE]))
             try:
                 written = self.write(before, after)
             except Conflict:
