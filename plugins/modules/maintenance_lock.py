@@ -87,7 +87,7 @@ notes:
   - RBAC needs C(get), C(create) and C(update) on C(leases) of C(coordination.k8s.io) in
     O(namespace).
 author:
-  - tensorfusion.ops contributors
+  - TensorFusion ops maintainers (@NexusGPU)
 """
 
 EXAMPLES = r"""

@@ -107,6 +107,7 @@ attributes:
     description: The module only reads, so it runs fully in check mode.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is nothing to show.
   platform:
     platforms: kubernetes
     support: full
@@ -119,7 +120,7 @@ notes:
 requirements:
   - croniter >= 2.0.0 (Python library), for O(cron) and pool windows
 author:
-  - tensorfusion.ops contributors
+  - TensorFusion ops maintainers (@NexusGPU)
 """
 
 EXAMPLES = r"""

@@ -18,11 +18,15 @@ def evaluate(extra, args=()):
     return run, run.task_results(TASK)
 
 
-def ok(extra, args=()):
+def ok_run(extra, args=()):
     run, result = evaluate(extra, args)
     assert run.rc == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert result["changed"] is False
     return run, result
+
+
+def ok(extra, args=()):
+    return ok_run(extra, args)[1]
 
 
 def status(run, task=TASK):
@@ -36,9 +40,9 @@ def failed(extra, args=()):
 
 
 def test_cron_window_across_midnight_in_a_time_zone_and_its_deadline_reaches_later_tasks():
-    run, res = ok({"window_cron": ["0 23 * * *"], "window_duration": "4h",
-                   "window_timezone": "Asia/Shanghai", "window_safety_margin": "15m",
-                   "window_now": "2026-11-30T01:30:00"})  # 01:30 Shanghai, after midnight
+    run, res = ok_run({"window_cron": ["0 23 * * *"], "window_duration": "4h",
+                       "window_timezone": "Asia/Shanghai", "window_safety_margin": "15m",
+                       "window_now": "2026-11-30T01:30:00"})  # 01:30 Shanghai, after midnight
     assert res["inside"] is True
     assert (res["window_start"], res["window_end"]) == ("2026-11-29T15:00:00Z", "2026-11-29T19:00:00Z")
     assert res["time_left_seconds"] == int(1.5 * 3600)
@@ -50,8 +54,8 @@ def test_cron_window_across_midnight_in_a_time_zone_and_its_deadline_reaches_lat
 
 def test_daylight_saving_change_through_the_module():
     # Berlin skips 02:00-03:00 on 2026-03-29: the 02:30 window opens at 03:00 CEST.
-    _, res = ok({"window_cron": ["30 2 * * *"], "window_duration": "2h",
-                 "window_timezone": "Europe/Berlin", "window_now": "2026-03-29T03:10:00+02:00"})
+    res = ok({"window_cron": ["30 2 * * *"], "window_duration": "2h",
+              "window_timezone": "Europe/Berlin", "window_now": "2026-03-29T03:10:00+02:00"})
     assert (res["window_start"], res["window_end"]) == ("2026-03-29T01:00:00Z", "2026-03-29T03:00:00Z")
 
 
@@ -65,8 +69,8 @@ def test_outside_the_window_fails_with_the_next_start():
 
 
 def test_report_mode_only_reports():
-    _, res = ok({"window_cron": ["0 2 * * 6"], "window_duration": "4h",
-                 "window_now": "2026-11-25T12:00:00Z", "window_mode": "report"})
+    res = ok({"window_cron": ["0 2 * * 6"], "window_duration": "4h",
+              "window_now": "2026-11-25T12:00:00Z", "window_mode": "report"})
     assert res["inside"] is False and res["deadline"] is None
     assert res["next_start"] == "2026-11-28T02:00:00Z"
 
@@ -81,8 +85,8 @@ def test_too_close_to_the_end_fails_inside_the_window():
 def test_explicit_window_on_the_real_clock():
     now = datetime.datetime.now(datetime.timezone.utc)
     end = now + datetime.timedelta(hours=1)
-    _, res = ok({"window_start": (now - datetime.timedelta(minutes=5)).isoformat(),
-                 "window_end": end.isoformat(), "window_safety_margin": "600"})
+    res = ok({"window_start": (now - datetime.timedelta(minutes=5)).isoformat(),
+              "window_end": end.isoformat(), "window_safety_margin": "600"})
     assert res["inside"] is True
     assert 3500 <= res["time_left_seconds"] <= 3600
     deadline = datetime.datetime.fromisoformat(res["deadline"].replace("Z", "+00:00"))
@@ -91,8 +95,8 @@ def test_explicit_window_on_the_real_clock():
 
 
 def test_check_mode_runs_fully():
-    _, res = ok({"window_cron": ["0 2 * * *"], "window_duration": "1h",
-                 "window_now": "2026-11-30T02:30:00Z"}, args=["--check"])
+    res = ok({"window_cron": ["0 2 * * *"], "window_duration": "1h",
+              "window_now": "2026-11-30T02:30:00Z"}, args=["--check"])
     assert res["inside"] is True and res["window_end"] == "2026-11-30T03:00:00Z"
 
 
@@ -149,8 +153,8 @@ def tf_objects(lab, api_client):
 
 
 def test_default_window_is_the_gpupools_own(lab, tf_objects):
-    _, res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["pool"],
-                 "window_timezone": "Asia/Shanghai", "window_now": "2026-11-30T03:00:00+08:00"})
+    res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["pool"],
+              "window_timezone": "Asia/Shanghai", "window_now": "2026-11-30T03:00:00+08:00"})
     assert res["inside"] is True
     assert (res["window_start"], res["window_end"]) == ("2026-11-29T18:02:00Z", "2026-11-29T22:02:00Z")
     assert res["source"] == {"type": "pool", "pool": tf_objects["pool"], "cron": ["2 2 * * *"],
@@ -166,24 +170,24 @@ def test_pool_cron_is_read_in_utc_by_default(tf_objects):
 
 
 def test_pool_max_duration_defaults_to_the_crd_default_and_duration_overrides_it(tf_objects):
-    _, res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["default"],
-                 "window_now": "2026-11-30T03:02:00Z"})
+    res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["default"],
+              "window_now": "2026-11-30T03:02:00Z"})
     assert res["source"]["max_duration"] == "10m" and res["window_end"] == "2026-11-30T03:10:00Z"
     assert res["deadline"] == "2026-11-30T03:05:00Z"
-    _, res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["default"],
-                 "window_now": "2026-11-30T03:30:00Z", "window_duration": "1h"})
+    res = ok({"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["default"],
+              "window_now": "2026-11-30T03:30:00Z", "window_duration": "1h"})
     assert res["window_end"] == "2026-11-30T04:00:00Z"
 
 
 def test_window_read_from_the_tensorfusioncluster(tf_objects):
     # The shared pool's expression carries its own zone: Saturday 01:00 Shanghai = Fri 17:00 UTC.
     base = {"window_kubeconfig": tf_objects["kubeconfig"], "window_cluster": tf_objects["cluster"]}
-    _, res = ok(dict(base, window_pool="shared", window_now="2026-11-27T18:00:00Z"))
+    res = ok(dict(base, window_pool="shared", window_now="2026-11-27T18:00:00Z"))
     assert res["window_start"] == "2026-11-27T17:00:00Z" and res["window_end"] == "2026-11-27T23:00:00Z"
     assert res["source"]["pool"] == tf_objects["cluster"] + "-shared"
     assert res["source"]["cluster"] == tf_objects["cluster"]
-    _, res = ok(dict(base, window_pool=tf_objects["cluster"] + "-train",
-                     window_now="2026-11-27T04:30:00Z"))
+    res = ok(dict(base, window_pool=tf_objects["cluster"] + "-train",
+                  window_now="2026-11-27T04:30:00Z"))
     assert res["window_end"] == "2026-11-27T05:00:00Z"
     res = failed(dict(base, window_now="2026-11-27T04:30:00Z"))
     assert "has 2 GPU pools (shared, train): say which with pool" in res["msg"]
@@ -191,7 +195,7 @@ def test_window_read_from_the_tensorfusioncluster(tf_objects):
 
 def test_pool_without_a_window_is_open_unless_told_otherwise(tf_objects):
     base = {"window_kubeconfig": tf_objects["kubeconfig"], "window_pool": tf_objects["bare"]}
-    _, res = ok(base)
+    res = ok(base)
     assert res["inside"] is True and res["always_open"] is True and res["deadline"] is None
     assert "declares no maintenanceWindow.includes" in res["msg"]
     res = failed(dict(base, window_when_undeclared="closed"))

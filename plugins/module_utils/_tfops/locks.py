@@ -171,10 +171,9 @@ def decide_release(view, holder, force=False):
     if force:
         return "force_release", "released the maintenance lock %s/%s held by %s (force)" % (
             view["namespace"], view["name"], describe_holder(view))
-    raise NotLockHolder("refusing to release the maintenance lock %s/%s: it is held by %s, not by "
-                        "%s (force=true breaks it)" % (view["namespace"], view["name"],
-                                                      describe_holder(view), holder),
-                        holder=view["holder"], lease=public_view(view))
+    msg = "refusing to release the maintenance lock %s/%s: it is held by %s, not by %s " \
+          "(force=true breaks it)" % (view["namespace"], view["name"], describe_holder(view), holder)
+    raise NotLockHolder(msg, holder=view["holder"], lease=public_view(view))
 
 
 def lease_after(lease, action, me, namespace, name, now, ttl):
