@@ -346,7 +346,7 @@ def main():
              now=dict(type="str")),
         supports_check_mode=True,
         mutually_exclusive=[("start", "cron"), ("start", "pool"), ("start", "cluster"),
-                            ("cron", "pool"), ("cron", "cluster")],
+                            ("start", "duration"), ("cron", "pool"), ("cron", "cluster")],
         required_together=[("start", "end")],
         required_by=dict(cron=("duration",)))
     tfmodule.run(module, evaluate_window)

@@ -108,6 +108,8 @@ def test_check_mode_runs_fully():
     ({"window_start": "2026-11-30T04:00:00Z", "window_end": "2026-11-30T02:00:00Z"}, "not after its start"),
     ({"window_start": "soon", "window_end": "2026-11-30T02:00:00Z"}, "start: 'soon' is not an ISO 8601 time"),
     ({"window_cron": ["0 2 * * *"]}, "missing parameter(s) required by 'cron': duration"),
+    ({"window_start": "2026-11-30T02:00:00Z", "window_end": "2026-11-30T04:00:00Z",
+      "window_duration": "1h"}, "parameters are mutually exclusive: start|duration"),
 ])
 def test_bad_input_is_a_clear_error(extra, message):
     res = failed(extra)
