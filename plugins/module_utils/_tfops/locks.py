@@ -28,7 +28,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     TfopsError,
 )
 
-LEASE_API_VERSION = "coordination.k8s.io/v1"
+LEASE_GROUP = "coordination.k8s.io"
+LEASE_API_VERSION = "coordination.k8s.io/v1"  # what a new Lease says when discovery is not asked
 PREFIX = "tensorfusion.ops/"
 ANNOTATION_KEYS = ("purpose", "user", "host", "job-id")
 RELEASED_BY = PREFIX + "released-by"
@@ -176,14 +177,14 @@ def decide_release(view, holder, force=False):
     raise NotLockHolder(msg, holder=view["holder"], lease=public_view(view))
 
 
-def lease_after(lease, action, me, namespace, name, now, ttl):
+def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_API_VERSION):
     """The whole Lease to write for ``action`` (pure; ``lease`` is the one read, or None)."""
     if lease is None:
-        body = {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
+        body = {"apiVersion": api_version, "kind": "Lease",
                 "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
                 "spec": {"leaseTransitions": 0}}
     else:
-        body = {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
+        body = {"apiVersion": lease.get("apiVersion") or api_version, "kind": "Lease",
                 "metadata": dict((k, v) for k, v in (lease.get("metadata") or {}).items()
                                  if k != "managedFields"),
                 "spec": dict(lease.get("spec") or {})}
@@ -241,7 +242,7 @@ class LeaseLock:
         self.kube = kube
         self.namespace = namespace
         self.name = name
-        self.leases = kube.resource("Lease", api_version=LEASE_API_VERSION)
+        self.leases = kube.resource("Lease", group=LEASE_GROUP)  # the served version, by discovery
         self.desc = "leases/%s in %s" % (name, namespace)
 
     def read(self):
@@ -285,7 +286,8 @@ class LeaseLock:
                 result.update(lease=public_view(view), diff=dict(before=diff_view(before),
                                                                  after=diff_view(before)))
                 return result
-            after = lease_after(before, action, me, self.namespace, self.name, now, ttl)
+            after = lease_after(before, action, me, self.namespace, self.name, now, ttl,
+                                self.leases.group_version)
             result["diff"] = dict(before=diff_view(before), after=diff_view(after))
             if check_mode:
                 result["lease"] = public_view(lease_view(after, now))
