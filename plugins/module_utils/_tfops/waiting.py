@@ -18,8 +18,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube impor
 try:
     from kubernetes.client.rest import ApiException
     from kubernetes.dynamic.exceptions import DynamicApiError
+    from urllib3.exceptions import HTTPError as _Urllib3Error
+    _CONNECTION_ERRORS = (_Urllib3Error, ConnectionError, OSError)
 except ImportError:  # reported by require_kubernetes()
     ApiException = DynamicApiError = None
+    _CONNECTION_ERRORS = (ConnectionError, OSError)
 
 # A server-side watch is cut after this long so that a silent connection cannot outlive it.
 MAX_WATCH_SECONDS = 60
@@ -89,42 +92,59 @@ class ObjectWatcher:
                 self.objects[_key(obj)] = obj
             yield kind
 
-    def wait(self, check, deadline, on_change=None):
+    def wait(self, check, deadline, on_change=None, wakeup=None):
         """Until ``check(objects)`` returns (True, detail); return that detail.
 
         ``check`` returns (done, detail): detail says, in a sentence, where things stand; it is
         the message of the timeout when the deadline passes first. ``check`` may also raise a
-        typed error to fail fast (a rollout that can never finish)."""
+        typed error to fail fast (a rollout that can never finish, a stall). ``wakeup()`` says
+        in how many seconds ``check`` must run again even if nothing changes (stall detection).
+        Lists first unless ``start()`` already did (to see every event after a snapshot)."""
         if not deadline.bounded:
             raise InvalidInput("every wait needs a deadline: set wait_timeout or deadline")
-        self.relist()
+        if self.resource_version is None:
+            self.relist()
         last_list = time.monotonic()
+        backoff = 0.5
         done, detail = self._check(check, on_change)
         while not done:
             if deadline.expired():
                 raise WaitTimeout("timed out (%s) waiting for %s: %s" % (
                     deadline.reason, self.desc, detail), waited_for=self.desc, last_state=detail)
-            stream = self._stream(min(deadline.remaining(), MAX_WATCH_SECONDS))
+            seconds = min(deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else MAX_WATCH_SECONDS)
             try:
-                for _kind in stream:
-                    done, detail = self._check(check, on_change)
-                    if done or deadline.expired():
-                        break
+                stream = self._stream(seconds)
+                try:
+                    for _kind in stream:
+                        done, detail = self._check(check, on_change)
+                        if done or deadline.expired():
+                            break
+                finally:
+                    stream.close()
+                backoff = 0.5
             except (ApiException, DynamicApiError) as exc:
-                if getattr(exc, "status", None) != 410:
+                if getattr(exc, "status", None) not in (410, 500, 502, 503, 504):
                     raise api_error(exc, "watch", self.resource.name)
                 self.resource_version = None
-            finally:
-                stream.close()
+            except _CONNECTION_ERRORS:
+                # The API server went away (restart, failover): back off, then resume.
+                sleep_until(deadline, backoff)
+                backoff = min(backoff * 2, 5.0)
+                self.resource_version = None
             if done:
                 break
             # A watch resumes from the last resourceVersion; a periodic re-list (resync) guards
             # against an event lost by a proxy, at a cost that does not grow with events.
             if self.resource_version is None or time.monotonic() - last_list > RESYNC_SECONDS:
-                self.relist()
-                last_list = time.monotonic()
-                done, detail = self._check(check, on_change)
+                try:
+                    self.relist()
+                    last_list = time.monotonic()
+                except _CONNECTION_ERRORS:
+                    continue
+            done, detail = self._check(check, on_change)
         return detail
+
+    start = relist
 
     def _check(self, check, on_change):
         done, detail = check(self.objects)

@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Driving a GPU pool's component rollout through its TensorFusionCluster: optimistic writes that
+keep everyone else's changes, the watch on the GPUPool, and diagnostics when it does not finish."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    ApiError,
+    InvalidInput,
+    TfopsError,
+    WaitTimeout,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import pod_problems
+
+GROUP = "tensor-fusion.ai"
+OPERATOR_NAMESPACE = "tensor-fusion-sys"
+WRITE_ATTEMPTS = 8
+
+
+class Stalled(TfopsError):
+    """Progress did not move for stall_timeout: something (a node, a Pod) is stuck."""
+
+
+class ClusterEditor:
+    """Reads and writes one TensorFusionCluster with optimistic concurrency."""
+
+    def __init__(self, kube, cluster=None):
+        self.kube = kube
+        self.api = kube.resource("TensorFusionCluster", group=GROUP)
+        self.name = cluster or self._only_cluster()
+
+    def _only_cluster(self):
+        items = self.kube.call("list", "tensorfusionclusters", self.api.get).to_dict()["items"]
+        names = sorted(i["metadata"]["name"] for i in items)
+        if len(names) != 1:
+            raise InvalidInput("cluster is required when there is not exactly one "
+                               "TensorFusionCluster; found: %s" % (", ".join(names) or "none"))
+        return names[0]
+
+    def read(self):
+        try:
+            return self.kube.call("get", "tensorfusionclusters/%s" % self.name, self.api.get,
+                                  name=self.name).to_dict()
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            names = sorted(i["metadata"]["name"] for i in self.kube.call(
+                "list", "tensorfusionclusters", self.api.get).to_dict()["items"])
+            raise InvalidInput("TensorFusionCluster %s does not exist; existing: %s" % (
+                self.name, ", ".join(names) or "none"))
+
+    def update(self, transform):
+        """Apply transform(tfc) -> tfc and write it; on a conflict re-read and re-apply, so a
+        concurrent edit of another pool or field survives. Returns the written object."""
+        for _attempt in range(WRITE_ATTEMPTS):
+            current = self.read()
+            desired = transform(current)
+            try:
+                return self.kube.call("replace", "tensorfusionclusters/%s" % self.name,
+                                      self.api.replace, body=desired, name=self.name).to_dict()
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+        raise ApiError("TensorFusionCluster %s kept changing under us (%d conflicting writes)" % (
+            self.name, WRITE_ATTEMPTS), status=409, verb="replace",
+            resource="tensorfusionclusters/%s" % self.name)
+
+
+def pool_entry_transform(pool_name, change):
+    """A transform for ClusterEditor.update that edits one pool entry's specTemplate by name."""
+    def transform(tfc):
+        index = rollout.find_pool_index(tfc, pool_name)
+        entry = tfc["spec"]["gpuPools"][index]
+        entry["specTemplate"] = change(entry["specTemplate"])
+        return tfc
+    return transform
+
+
+def paused_marker(tfc):
+    """{pool: [components]} that this collection paused (kept on the TFC, so a re-run resumes)."""
+    raw = ((tfc.get("metadata") or {}).get("annotations") or {}).get(rollout.PAUSED_BY_US, "")
+    marker = {}
+    for part in filter(None, raw.split(";")):
+        pool, _sep, comps = part.partition(":")
+        marker[pool] = [c for c in comps.split(",") if c]
+    return marker
+
+
+def with_paused_marker(tfc, pool, components):
+    marker = paused_marker(tfc)
+    if components:
+        marker[pool] = sorted(set(components))
+    else:
+        marker.pop(pool, None)
+    annotations = tfc["metadata"].setdefault("annotations", {})
+    value = ";".join("%s:%s" % (p, ",".join(c)) for p, c in sorted(marker.items()))
+    if value:
+        annotations[rollout.PAUSED_BY_US] = value
+    else:
+        annotations.pop(rollout.PAUSED_BY_US, None)
+    return tfc
+
+
+class PoolObserver:
+    """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods."""
+
+    def __init__(self, kube, gpupool):
+        self.kube = kube
+        self.gpupool = gpupool
+        self.pools = kube.resource("GPUPool", group=GROUP)
+        self.nodes = kube.resource("GPUNode", group=GROUP)
+        self.pods = kube.resource("Pod", api_version="v1")
+
+    def read_pool(self):
+        try:
+            return self.kube.call("get", "gpupools/%s" % self.gpupool, self.pools.get,
+                                  name=self.gpupool).to_dict()
+        except ApiError as exc:
+            if exc.status == 404:
+                raise InvalidInput("GPUPool %s does not exist: is the TensorFusion operator "
+                                   "running and has it reconciled the cluster?" % self.gpupool)
+            raise
+
+    def gpunodes(self):
+        return self.kube.call("list", "gpunodes", self.nodes.get,
+                              label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool
+                              ).to_dict()["items"]
+
+    def hypervisor_pods(self):
+        return self.kube.call("list", "pods", self.pods.get, namespace=OPERATOR_NAMESPACE,
+                              label_selector="tensor-fusion.ai/component=hypervisor,"
+                                             "tensor-fusion.ai/pool-%s=true" % self.gpupool
+                              ).to_dict()["items"]
+
+    def consumers(self, comp):
+        """How many objects a campaign of ``comp`` works on; 0 means it never completes."""
+        if comp == "hypervisor":
+            return len(self.gpunodes())
+        if comp == "client":
+            return len(self.kube.call("list", "pods", self.pods.get, label_selector=(
+                "tensor-fusion.ai/enabled=true,tensor-fusion.ai/gpupool=%s" % self.gpupool)
+            ).to_dict()["items"])
+        workloads = self.kube.resource("TensorFusionWorkload", group=GROUP)
+        return len(self.kube.call("list", "tensorfusionworkloads", workloads.get,
+                                  label_selector="tensor-fusion.ai/gpupool=%s" % self.gpupool
+                                  ).to_dict()["items"])
+
+    def diagnose(self):
+        """Which GPUNodes are Pending and why their hypervisor Pods are not Ready."""
+        nodes = self.gpunodes()
+        pending = sorted(n["metadata"]["name"] for n in nodes
+                         if (n.get("status") or {}).get("phase") != "Running")
+        pods = self.hypervisor_pods()
+        problems = pod_problems(pods)
+        restarts = ["%s restarted %d times" % (p["metadata"]["name"], sum(
+            c.get("restartCount", 0) for c in (p.get("status") or {}).get("containerStatuses") or []))
+            for p in pods if any(c.get("restartCount", 0) > 0
+                                 for c in (p.get("status") or {}).get("containerStatuses") or [])]
+        return {"pending_nodes": pending, "total_nodes": len(nodes),
+                "hypervisor_pods_not_ready": problems, "hypervisor_restarts": restarts}
+
+    def node_counts(self, image=None):
+        nodes = self.gpunodes()
+        pods = self.hypervisor_pods()
+        updated = [p for p in pods if not image or any(
+            c.get("image") == image for c in p["spec"]["containers"])]
+        return {"total": len(nodes),
+                "updated": len(updated),
+                "stuck": len([n for n in nodes if (n.get("status") or {}).get("phase") != "Running"])}
+
+
+def describe_diagnosis(diag):
+    parts = []
+    if diag["pending_nodes"]:
+        parts.append("GPUNodes not Running: %s" % ", ".join(diag["pending_nodes"][:20]))
+    if diag["hypervisor_pods_not_ready"]:
+        parts.append("hypervisor Pods not Ready: %s" % "; ".join(diag["hypervisor_pods_not_ready"][:20]))
+    if diag["hypervisor_restarts"]:
+        parts.append("; ".join(diag["hypervisor_restarts"][:10]))
+    return ". ".join(parts) or "no GPUNode is Pending and every hypervisor Pod is Ready"
+
+
+class RolloutWait:
+    """The wait on the GPUPool: campaigns tracked, a timeline kept, stalls detected."""
+
+    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100):
+        self.observer = observer
+        self.trackers = trackers
+        self.stall_timeout = stall_timeout
+        self.until_progress = until_progress
+        self.timeline = []
+        self.started = time.monotonic()
+        self.last_move = self.started
+        self.done_at = {}
+        self._seen = {}
+        self.pool = None
+
+    def check(self, objects):
+        pool = objects.get((None, self.observer.gpupool))
+        if pool is None:
+            raise InvalidInput("GPUPool %s was deleted during the rollout" % self.observer.gpupool)
+        self.pool = pool
+        all_done = True
+        for tracker in self.trackers:
+            done = tracker.observe(pool)
+            _hash, progress, synced, _ip = rollout.component_status(pool, tracker.comp)
+            key = (tracker.campaign, tracker.progress, done)
+            if self._seen.get(tracker.comp) != key:
+                self._seen[tracker.comp] = key
+                self.last_move = time.monotonic()
+                if tracker.campaign is not None:
+                    self.timeline.append({"time": utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                                          "seconds": round(time.monotonic() - self.started, 3),
+                                          "component": tracker.comp, "campaign": tracker.campaign,
+                                          "progress": tracker.progress or 0, "synced": done})
+            if done and tracker.comp not in self.done_at:
+                self.done_at[tracker.comp] = time.monotonic() - self.started
+            reached = done or (self.until_progress < 100 and tracker.campaign is not None
+                               and (tracker.progress or 0) >= self.until_progress)
+            all_done = all_done and reached
+        detail = "; ".join(t.describe() for t in self.trackers)
+        if not all_done and self.stall_timeout and time.monotonic() - self.last_move > self.stall_timeout:
+            diag = self.observer.diagnose()
+            raise Stalled("rollout of GPUPool %s made no progress for %ss (%s): %s" % (
+                self.observer.gpupool, self.stall_timeout, detail, describe_diagnosis(diag)),
+                diagnostics=diag, timeline=self.timeline)
+        return all_done, detail
+
+    def wakeup(self):
+        if not self.stall_timeout:
+            return 60
+        return max(0.5, self.stall_timeout - (time.monotonic() - self.last_move) + 0.1)
+
+    def run(self, watcher, deadline):
+        try:
+            return watcher.wait(self.check, deadline, wakeup=self.wakeup)
+        except WaitTimeout as exc:
+            diag = self.observer.diagnose()
+            exc.msg += ". " + describe_diagnosis(diag)
+            exc.details.update(diagnostics=diag, timeline=self.timeline)
+            raise
+
+
+def start_watch(kube, gpupool):
+    """Watcher on one GPUPool, listed now: every later event is seen, none before."""
+    watcher = ObjectWatcher(kube, kube.resource("GPUPool", group=GROUP), name=gpupool)
+    watcher.start()
+    return watcher

@@ -1,0 +1,202 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpupool_rollout task from start to end: validate, decide, write, wait, report."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    InvalidInput,
+    WaitTimeout,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
+    ClusterEditor,
+    PoolObserver,
+    RolloutWait,
+    paused_marker,
+    pool_entry_transform,
+    start_watch,
+    with_paused_marker,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
+
+
+def validate(params):
+    """Everything that can be refused without the cluster; raises InvalidInput."""
+    rollout.validate_task(params.get("components"), params.get("rolling_update"))
+    deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
+    if params.get("deadline") and deadline.expired():
+        raise InvalidInput("deadline %s has already passed" % params["deadline"])
+    if params.get("stall_timeout") is not None and params["stall_timeout"] <= 0:
+        raise InvalidInput("stall_timeout must be positive")
+    if not 1 <= params["wait_until_progress"] <= 100:
+        raise InvalidInput("wait_until_progress must be 1-100")
+    return deadline
+
+
+def _plan(params, template, marker):
+    """(new template, components whose hash changes, marker after) for the task's state."""
+    components = params.get("components") or {}
+    policy = params.get("rolling_update") or {}
+    named = [c for c in rollout.COMPONENTS if c in components]
+    affected = named or list(rollout.COMPONENTS)
+    if params["state"] == "paused":
+        new = rollout.set_auto_update(template, affected, False)
+        ours = [c for c in affected if rollout.auto_update(template, c)]
+        return new, [], sorted(set(marker) | set(ours))
+    if params["state"] == "resumed":
+        return rollout.set_auto_update(template, affected, True), [], \
+            [c for c in marker if c not in affected]
+    new = rollout.desired_spec_template(template, components, policy)
+    # Components this collection paused are resumed, unless the task sets their flag itself.
+    resume = [c for c in marker if policy.get("auto_update_%s" % c) is None]
+    new = rollout.set_auto_update(new, resume, True) if resume else new
+    changed = rollout.hash_changed_components(template, new)
+    rollout.refuse_frozen(changed, new)
+    return new, changed, [c for c in marker if c not in resume]
+
+
+def _diff(entry_name, before, after):
+    def view(template):
+        return rollout.redact_for_diff({
+            "componentConfig": template.get("componentConfig") or {},
+            "nodePoolRollingUpdatePolicy": rollout.policy_of(template)})
+    return {"before_header": "spec.gpuPools[%s].specTemplate" % entry_name,
+            "after_header": "spec.gpuPools[%s].specTemplate" % entry_name,
+            "before": view(before), "after": view(after)}
+
+
+class RolloutTask:
+    def __init__(self, kube, params, check_mode, deadline):
+        self.kube = kube
+        self.params = params
+        self.check_mode = check_mode
+        self.deadline = deadline
+        self.warnings = []
+
+    def run(self):
+        params = self.params
+        editor = ClusterEditor(self.kube, params.get("cluster"))
+        tfc = editor.read()
+        index = rollout.find_pool_index(tfc, params["pool"])
+        entry_name = tfc["spec"]["gpuPools"][index].get("name")
+        gpupool = rollout.gpupool_name(tfc, index)
+        template = tfc["spec"]["gpuPools"][index]["specTemplate"]
+        marker = paused_marker(tfc).get(entry_name, [])
+        new, changed, new_marker = _plan(params, template, marker)
+        spec_changed = new != template or new_marker != marker
+        observer = PoolObserver(self.kube, gpupool)
+        pool = observer.read_pool()
+        waits = self._components_to_wait(pool, new, changed, observer)
+        policy = rollout.policy_of(new)
+        pct = int(policy.get("batchPercentage") or 100)
+        interval = rollout.go_duration_seconds(policy.get("batchInterval") or "1s")
+        result = {"changed": spec_changed, "cluster": editor.name, "pool": entry_name,
+                  "gpupool": gpupool, "state": params["state"],
+                  "changed_components": changed, "waited_for": waits,
+                  "batches": rollout.batches(pct),
+                  "estimated_seconds": round(rollout.estimate_seconds(pct, interval), 1) if changed else 0,
+                  "diff": _diff(entry_name, template, new),
+                  "components": dict((c, {"before_hash": rollout.component_status(pool, c)[0]})
+                                     for c in rollout.COMPONENTS)}
+        if self.deadline.bounded and changed and result["estimated_seconds"] > self.deadline.remaining():
+            self.warnings.append("the rollout is estimated at %ss but only %ds remain before the %s" % (
+                result["estimated_seconds"], self.deadline.remaining(), self.deadline.reason))
+        if self.check_mode or (not spec_changed and not waits):
+            return self._finish(result, pool, [], None)
+        watcher = start_watch(self.kube, gpupool)  # before the write: no event is missed
+        before = watcher.objects.get((None, gpupool)) or pool
+        trackers = [rollout.CampaignTracker(c, before, changed=c in changed) for c in waits]
+        if spec_changed:
+            editor.update(pool_entry_transform(entry_name, lambda t: _plan(params, t, marker)[0]))
+            if new_marker != marker:
+                editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
+        if not params["wait"] or not waits:
+            return self._finish(result, observer.read_pool(), [], None)
+        waiter = RolloutWait(observer, trackers, params.get("stall_timeout"),
+                             params["wait_until_progress"])
+        try:
+            waiter.run(watcher, self.deadline)
+        except WaitTimeout as exc:
+            if params["on_deadline"] == "pause":
+                self._pause(editor, entry_name, waits)
+                exc.msg += ("; paused %s (autoUpdate false) at this point: run the same task "
+                            "again to resume and finish" % ", ".join(waits))
+                exc.details["paused"] = waits
+            raise
+        if params["wait_until_progress"] >= 100:
+            self._wait_pool_running(watcher, gpupool)
+            image = ((params.get("components") or {}).get("hypervisor") or {}).get("image")
+            if "hypervisor" in waits:
+                self._wait_hypervisors(observer, image)
+        return self._finish(result, waiter.pool, trackers, waiter)
+
+    def _components_to_wait(self, pool, new, changed, observer):
+        if self.params["state"] == "paused":
+            return []
+        named = [c for c in rollout.COMPONENTS if c in (self.params.get("components") or {})]
+        if self.params["state"] == "resumed":
+            named = named or list(rollout.COMPONENTS)
+        waits = []
+        for comp in rollout.COMPONENTS:
+            unsynced = not rollout.component_status(pool, comp)[2]
+            if comp in changed or (comp in named and unsynced and rollout.auto_update(new, comp)):
+                if observer.consumers(comp) == 0:
+                    self.warnings.append(
+                        "%s: GPUPool %s has nothing for a %s campaign to update, and the operator "
+                        "never marks an empty campaign synced; not waiting for it" % (
+                            comp, observer.gpupool, comp))
+                    continue
+                waits.append(comp)
+        return waits
+
+    def _pause(self, editor, entry_name, comps):
+        def pause(tfc):
+            index = rollout.find_pool_index(tfc, entry_name)
+            spec = tfc["spec"]["gpuPools"][index]
+            spec["specTemplate"] = rollout.set_auto_update(spec["specTemplate"], comps, False)
+            marker = paused_marker(tfc).get(entry_name, [])
+            return with_paused_marker(tfc, entry_name, sorted(set(marker) | set(comps)))
+        editor.update(pause)
+
+    def _wait_pool_running(self, watcher, gpupool):
+        def running(objects):
+            phase = ((objects.get((None, gpupool)) or {}).get("status") or {}).get("phase")
+            return phase == "Running", "GPUPool %s phase %s" % (gpupool, phase)
+        watcher.wait(running, self.deadline)
+
+    def _wait_hypervisors(self, observer, image):
+        """Done for hypervisors (tensorfusion-operator.md 8.4): one Ready Pod per node, new image."""
+        nodes = observer.gpunodes()
+        want = len(nodes)
+        pods = ObjectWatcher(self.kube, observer.pods, namespace="tensor-fusion-sys",
+                             label_selector="tensor-fusion.ai/component=hypervisor,"
+                                            "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
+
+        def ready(objects):
+            live = [p for p in objects.values() if not p["metadata"].get("deletionTimestamp")]
+            good = [p for p in live if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                           for c in (p.get("status") or {}).get("conditions") or [])
+                    and (not image or p["spec"]["containers"][0].get("image") == image)]
+            return len(good) == want and len(live) == want, \
+                "%d of %d hypervisor Pods Ready%s" % (len(good), want, " with %s" % image if image else "")
+        pods.wait(ready, self.deadline)
+
+    def _finish(self, result, pool, trackers, waiter):
+        for comp in rollout.COMPONENTS:
+            status_hash, progress, synced, _ip = rollout.component_status(pool, comp)
+            result["components"][comp].update(after_hash=status_hash, progress=progress, synced=synced)
+        for tracker in trackers:
+            item = result["components"][tracker.comp]
+            steps = sorted(set(e["progress"] for e in waiter.timeline
+                               if e["component"] == tracker.comp and e["progress"] > 0))
+            item.update(campaign=tracker.campaign, batches=len(steps),
+                        duration=round(waiter.done_at.get(tracker.comp, time.monotonic() - waiter.started), 3))
+        result["timeline"] = waiter.timeline if waiter else []
+        result["nodes"] = PoolObserver(self.kube, result["gpupool"]).node_counts(
+            ((self.params.get("components") or {}).get("hypervisor") or {}).get("image"))
+        return result

@@ -1,0 +1,276 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU-pool rollout decisions as pure functions: what a task changes in a TensorFusionCluster's
+pool entry, which components must roll and be waited for, how many batches that takes, and when
+the operator's status really says "done" (it has no observedGeneration, so status right after a
+change is stale until the campaign hash shows up)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+COMPONENTS = ("hypervisor", "worker", "client")
+IN_PROGRESS = "tensor-fusion.ai/%s-update-in-progress"
+LAST_BATCH = "tensor-fusion.ai/%s-batch-update-last-time"
+PAUSED_BY_US = "ops.tensor-fusion.ai/paused"  # on the TFC: "<pool>:<component>,..." we paused
+AUTO_FLAG = {"hypervisor": "autoUpdateHypervisor", "worker": "autoUpdateWorker",
+             "client": "autoUpdateClient"}
+# The operator re-checks no faster than this between batches (PendingRequeueDuration upstream).
+MIN_BATCH_GAP = 3.0
+
+# snake_case task option -> componentConfig field, per component
+FIELDS = {
+    "hypervisor": {"image": "image", "vector_image": "vectorImage", "port_number": "portNumber",
+                   "enable_vector": "enableVector", "pod_template": "podTemplate"},
+    "worker": {"image": "image", "pod_template": "podTemplate"},
+    "client": {"image": "image", "operator_endpoint": "operatorEndpoint",
+               "remote_mode_image": "remoteModeImage", "embedded_mode_image": "embeddedModeImage",
+               "patch_to_pod": "patchToPod", "patch_to_container": "patchToContainer",
+               "patch_to_embedded_worker_container": "patchToEmbeddedWorkerContainer",
+               "patch_embedded_worker_to_pod": "patchEmbeddedWorkerToPod"},
+}
+POLICY_FIELDS = {"auto_update_hypervisor": "autoUpdateHypervisor",
+                 "auto_update_worker": "autoUpdateWorker", "auto_update_client": "autoUpdateClient",
+                 "batch_percentage": "batchPercentage", "batch_interval": "batchInterval"}
+
+# What each component's hash covers (tensorfusion-operator.md 3.1): a change elsewhere, such as the
+# rolling policy or client.remoteModeImage, moves no hash and starts no campaign.
+_HASHED_COMPONENT_FIELDS = {
+    "hypervisor": [("hypervisor", "image"), ("hypervisor", "vectorImage"),
+                   ("hypervisor", "portNumber"), ("hypervisor", "enableVector"),
+                   ("hypervisor", "podTemplate")],
+    "worker": [("worker", "image"), ("worker", "podTemplate"), ("hypervisor", "portNumber")],
+    "client": [("client", "image"), ("client", "operatorEndpoint"), ("client", "patchToPod"),
+               ("client", "patchToContainer")],
+}
+_HASHED_NODE_MANAGER_FIELDS = {"hypervisor": ["defaultIsolationMode", "isolationModeRules"]}
+
+_IMAGE_RE = re.compile(
+    r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$")
+_DURATION_RE = re.compile(r"^(?:(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SECRETISH = re.compile(r"(LICEN[CS]E|TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE|SIGN)",
+                        re.IGNORECASE)
+
+
+# ---- input validation -------------------------------------------------------------------------
+def go_duration_seconds(value):
+    """Seconds in a Go duration such as "1s", "1m30s", "500ms"; a clear error otherwise."""
+    text = str(value).strip()
+    if text == "0":
+        return 0.0
+    if not _DURATION_RE.match(text):
+        raise InvalidInput("%r is not a Go duration such as 1s, 90s or 1m30s" % (value,))
+    return sum(float(n) * _UNIT[u] for n, u in _DURATION_PART.findall(text))
+
+
+def validate_image(component, field, ref):
+    if not isinstance(ref, str) or not _IMAGE_RE.match(ref):
+        raise InvalidInput("components.%s.%s: %r is not a valid image reference "
+                           "(registry/repository:tag or @sha256:digest)" % (component, field, ref))
+
+
+def validate_task(components, rolling_update):
+    """Every check that can fail without the cluster, before anything is read or written."""
+    for comp, settings in (components or {}).items():
+        for key, value in (settings or {}).items():
+            if value is not None and key.endswith("image"):
+                validate_image(comp, key, value)
+        port = (settings or {}).get("port_number")
+        if port is not None and not 0 <= port <= 65535:
+            raise InvalidInput("components.%s.port_number %s is not a port (0-65535)" % (comp, port))
+    policy = rolling_update or {}
+    pct = policy.get("batch_percentage")
+    if pct is not None and not 1 <= pct <= 100:
+        raise InvalidInput(
+            "rolling_update.batch_percentage must be 1-100, not %s%s" % (
+                pct, " (0 is omitted by the operator and defaulted to 100 by the CRD: every node "
+                     "at once)" if pct == 0 else ""))
+    if policy.get("batch_interval") is not None:
+        go_duration_seconds(policy["batch_interval"])
+
+
+# ---- locating and editing the pool entry --------------------------------------------------------
+def find_pool_index(tfc, pool):
+    """Index in spec.gpuPools of ``pool`` given as the entry name or the GPUPool name."""
+    cluster = tfc["metadata"]["name"]
+    entries = (tfc.get("spec") or {}).get("gpuPools") or []
+    names = [e.get("name") for e in entries]
+    for index, name in enumerate(names):
+        if pool in (name, "%s-%s" % (cluster, name)):
+            return index
+    raise InvalidInput("TensorFusionCluster %s has no pool %r; its pools are: %s" % (
+        cluster, pool, ", ".join("%s (GPUPool %s-%s)" % (n, cluster, n) for n in names) or "none"))
+
+
+def gpupool_name(tfc, index):
+    return "%s-%s" % (tfc["metadata"]["name"], tfc["spec"]["gpuPools"][index].get("name"))
+
+
+def merge_template(base, patch):
+    """Deep merge for Pod templates: dicts merge; lists of named items (containers, env, volumes,
+    imagePullSecrets) merge by name; other lists and scalars replace."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        merged = copy.deepcopy(base)
+        for key, value in patch.items():
+            merged[key] = merge_template(base.get(key), value) if key in base else copy.deepcopy(value)
+        return merged
+    if isinstance(base, list) and isinstance(patch, list) and _named(base) and _named(patch):
+        merged = [copy.deepcopy(item) for item in base]
+        index = dict((item["name"], i) for i, item in enumerate(merged))
+        for item in patch:
+            if item["name"] in index:
+                merged[index[item["name"]]] = merge_template(merged[index[item["name"]]], item)
+            else:
+                merged.append(copy.deepcopy(item))
+        return merged
+    return copy.deepcopy(patch)
+
+
+def _named(items):
+    return all(isinstance(i, dict) and "name" in i for i in items)
+
+
+def desired_spec_template(spec_template, components, rolling_update):
+    """The pool's specTemplate after the task's componentConfig and policy settings."""
+    new = copy.deepcopy(spec_template)
+    config = new.setdefault("componentConfig", {})
+    for comp, settings in (components or {}).items():
+        target = config.setdefault(comp, {})
+        for key, value in (settings or {}).items():
+            if value is None:
+                continue
+            field = FIELDS[comp][key]
+            if key == "pod_template" or key.startswith("patch"):
+                target[field] = merge_template(target.get(field) or {}, value)
+            else:
+                target[field] = value
+    policy_settings = dict((POLICY_FIELDS[k], v) for k, v in (rolling_update or {}).items()
+                           if v is not None)
+    if policy_settings:
+        manager = new.setdefault("nodeManagerConfig", {})
+        manager.setdefault("nodePoolRollingUpdatePolicy", {}).update(policy_settings)
+    return new
+
+
+def set_auto_update(spec_template, components, value):
+    new = copy.deepcopy(spec_template)
+    policy = new.setdefault("nodeManagerConfig", {}).setdefault("nodePoolRollingUpdatePolicy", {})
+    for comp in components:
+        policy[AUTO_FLAG[comp]] = value
+    return new
+
+
+def policy_of(spec_template):
+    return ((spec_template.get("nodeManagerConfig") or {}).get("nodePoolRollingUpdatePolicy") or {})
+
+
+def auto_update(spec_template, comp):
+    """autoUpdate<C> with the operator's fallback: absent means false (tensorfusion-operator.md 1.1)."""
+    return bool(policy_of(spec_template).get(AUTO_FLAG[comp], False))
+
+
+def hash_changed_components(old, new):
+    """Components whose hashed fields differ between two specTemplates."""
+    old_cc, new_cc = old.get("componentConfig") or {}, new.get("componentConfig") or {}
+    old_nm, new_nm = old.get("nodeManagerConfig") or {}, new.get("nodeManagerConfig") or {}
+    changed = []
+    for comp in COMPONENTS:
+        fields_differ = any((old_cc.get(part) or {}).get(f) != (new_cc.get(part) or {}).get(f)
+                            for part, f in _HASHED_COMPONENT_FIELDS[comp])
+        manager_differs = any(old_nm.get(f) != new_nm.get(f)
+                              for f in _HASHED_NODE_MANAGER_FIELDS.get(comp, []))
+        if fields_differ or manager_differs:
+            changed.append(comp)
+    return changed
+
+
+def refuse_frozen(changed, new_spec):
+    """A changed component whose autoUpdate is false never rolls: say so before writing."""
+    frozen = [c for c in changed if not auto_update(new_spec, c)]
+    if frozen:
+        raise InvalidInput(
+            "%s would change but %s false: the operator would record the new hash and never roll "
+            "it. Set rolling_update.%s: true in this task (or pause deliberately with "
+            "state=paused)." % (", ".join(frozen),
+                                " and ".join("%s is" % AUTO_FLAG[c] for c in frozen),
+                                ": true, rolling_update.".join("auto_update_%s" % c for c in frozen)))
+
+
+# ---- estimates ----------------------------------------------------------------------------------
+def batches(pct):
+    """Completions to reach 100 %: progress moves in steps of pct (3.3: 30 % gives 30,60,90,100)."""
+    return int(math.ceil(100.0 / pct))
+
+
+def estimate_seconds(pct, interval_seconds, node_ready_seconds=15.0):
+    """A rough duration: each batch waits for its nodes to come back, with a gap between batches."""
+    count = batches(pct)
+    return count * node_ready_seconds + (count - 1) * max(interval_seconds, MIN_BATCH_GAP)
+
+
+# ---- status reading (the stale guard) -----------------------------------------------------------
+def component_status(pool, comp):
+    """(hash, progress, synced, in_progress) with the omitempty defaults made explicit."""
+    status = ((pool.get("status") or {}).get("componentStatus") or {})
+    annotations = (pool.get("metadata") or {}).get("annotations") or {}
+    return (status.get(comp, ""), int(status.get("%sUpdateProgress" % comp) or 0),
+            bool(status.get("%sConfigSynced" % comp)),
+            annotations.get(IN_PROGRESS % comp, ""))
+
+
+class CampaignTracker:
+    """Follows one component's campaign across GPUPool events.
+
+    Before the write we record the status hash and the in-progress annotation. The operator starts
+    a campaign by setting the in-progress annotation to the new hash; only then does progress mean
+    anything. Done is: the status hash equals that campaign's hash, progress 100, synced - so a
+    stale ``synced: true`` from before the change, or a campaign that ends just as ours begins,
+    never counts."""
+
+    def __init__(self, comp, pool_before, changed=True):
+        self.comp = comp
+        self.before_hash, self.before_progress, self.before_synced, self.before_in_progress = \
+            component_status(pool_before, comp)
+        # Without a change of ours (a resume, or a re-run while a campaign goes on) the campaign to
+        # finish is the one already under way: the in-progress hash, else the status hash.
+        self.campaign = None if changed else (self.before_in_progress or self.before_hash or None)
+        self.progress = None
+
+    def observe(self, pool):
+        """Update from a GPUPool; returns True when this component is done."""
+        status_hash, progress, synced, in_progress = component_status(pool, self.comp)
+        if in_progress and in_progress != self.before_in_progress and in_progress != self.campaign:
+            self.campaign = in_progress  # a (new) campaign started: a change mid-rollout restarts
+        if self.campaign is None:
+            return False
+        if status_hash == self.campaign:
+            self.progress = progress
+            return progress >= 100 and synced
+        return False
+
+    def describe(self):
+        if self.campaign is None:
+            return "%s: the operator has not started a campaign yet (status still shows hash %s)" % (
+                self.comp, self.before_hash or "none")
+        return "%s: campaign %s at %s%%" % (self.comp, self.campaign, self.progress or 0)
+
+
+def redact_for_diff(value):
+    """Env values whose names look secret (licences, tokens, keys) masked in diffs and results."""
+    if isinstance(value, dict):
+        redacted = dict((k, redact_for_diff(v)) for k, v in value.items())
+        if isinstance(value.get("name"), str) and "value" in value and _SECRETISH.search(value["name"]):
+            redacted["value"] = "********"
+        return redacted
+    if isinstance(value, list):
+        return [redact_for_diff(v) for v in value]
+    return value

@@ -1,0 +1,165 @@
+"""gpupool_rollout's decisions without a cluster: what changes, what must wait, estimates, the
+stale-status guard, and every bad input refused before a write."""
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+
+def template(hv="hv:1", auto_hv=True, **policy):
+    pol = {"autoUpdateHypervisor": auto_hv, "batchPercentage": 100, "batchInterval": "1s"}
+    pol.update(policy)
+    return {"componentConfig": {"hypervisor": {"image": hv, "portNumber": 8000,
+                                               "podTemplate": {"template": {"spec": {"containers": [
+                                                   {"name": "tensor-fusion-hypervisor",
+                                                    "env": [{"name": "A", "value": "1"}]}]}}}},
+                                "worker": {"image": "w:1"}, "client": {"image": "c:1"}},
+            "nodeManagerConfig": {"nodePoolRollingUpdatePolicy": pol}}
+
+
+def test_image_change_moves_only_the_hypervisor_hash():
+    new = rollout.desired_spec_template(template(), {"hypervisor": {"image": "hv:2"}}, {})
+    assert rollout.hash_changed_components(template(), new) == ["hypervisor"]
+
+
+def test_policy_only_change_moves_no_hash():
+    new = rollout.desired_spec_template(template(), {}, {"batch_percentage": 20, "batch_interval": "5s"})
+    assert rollout.policy_of(new)["batchPercentage"] == 20
+    assert rollout.hash_changed_components(template(), new) == []
+
+
+def test_port_moves_hypervisor_and_worker_hashes():
+    new = rollout.desired_spec_template(template(), {"hypervisor": {"port_number": 8001}}, {})
+    assert rollout.hash_changed_components(template(), new) == ["hypervisor", "worker"]
+
+
+def test_remote_mode_image_is_not_hashed():
+    new = rollout.desired_spec_template(template(), {"client": {"remote_mode_image": "c:9"}}, {})
+    assert rollout.hash_changed_components(template(), new) == []
+
+
+def test_isolation_rules_move_the_hypervisor_hash():
+    new = template()
+    new["nodeManagerConfig"]["defaultIsolationMode"] = "hard"
+    assert rollout.hash_changed_components(template(), new) == ["hypervisor"]
+
+
+def test_pod_template_merges_by_name():
+    new = rollout.desired_spec_template(template(), {"hypervisor": {"pod_template": {"template": {"spec": {
+        "containers": [{"name": "tensor-fusion-hypervisor", "env": [{"name": "B", "value": "2"}]}],
+        "imagePullSecrets": [{"name": "regcred"}]}}}}}, {})
+    spec = new["componentConfig"]["hypervisor"]["podTemplate"]["template"]["spec"]
+    assert spec["containers"][0]["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_frozen_component_is_refused_with_the_reason():
+    tpl = template(auto_hv=False)
+    new = rollout.desired_spec_template(tpl, {"hypervisor": {"image": "hv:2"}}, {})
+    with pytest.raises(InvalidInput, match="autoUpdateHypervisor is false.*never roll"):
+        rollout.refuse_frozen(rollout.hash_changed_components(tpl, new), new)
+    new = rollout.desired_spec_template(tpl, {"hypervisor": {"image": "hv:2"}}, {"auto_update_hypervisor": True})
+    rollout.refuse_frozen(["hypervisor"], new)
+
+
+def test_absent_policy_means_auto_update_false():
+    assert rollout.auto_update({"nodeManagerConfig": {}}, "hypervisor") is False
+
+
+@pytest.mark.parametrize("pct,expected", [(100, 1), (20, 5), (30, 4), (1, 100), (33, 4)])
+def test_batches(pct, expected):
+    assert rollout.batches(pct) == expected
+
+
+def test_estimate_uses_the_operator_floor_between_batches():
+    assert rollout.estimate_seconds(20, 1.0, node_ready_seconds=10) == 5 * 10 + 4 * 3.0
+    assert rollout.estimate_seconds(50, 30.0, node_ready_seconds=10) == 2 * 10 + 30.0
+
+
+@pytest.mark.parametrize("components,policy,fragment", [
+    ({"hypervisor": {"image": "Bad Image!"}}, {}, "not a valid image reference"),
+    ({"worker": {"image": "repo/w:"}}, {}, "not a valid image reference"),
+    ({"hypervisor": {"port_number": 70000}}, {}, "not a port"),
+    ({}, {"batch_percentage": 0}, "every node at once"),
+    ({}, {"batch_percentage": 101}, "must be 1-100"),
+    ({}, {"batch_interval": "5 minutes"}, "not a Go duration"),
+])
+def test_bad_input(components, policy, fragment):
+    with pytest.raises(InvalidInput, match=fragment):
+        rollout.validate_task(components, policy)
+
+
+@pytest.mark.parametrize("image", [
+    "tensorfusion/tensor-fusion-hypervisor:2.15.0", "registry.example.com:5000/a/b:v1",
+    "busybox", "ghcr.io/x/y@sha256:" + "a" * 64])
+def test_good_images(image):
+    rollout.validate_image("hypervisor", "image", image)
+
+
+@pytest.mark.parametrize("text,seconds", [("1s", 1), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("0", 0)])
+def test_go_durations(text, seconds):
+    assert rollout.go_duration_seconds(text) == seconds
+
+
+def tfc(*names):
+    return {"metadata": {"name": "tensor-fusion"},
+            "spec": {"gpuPools": [{"name": n, "specTemplate": {}} for n in names]}}
+
+
+def test_pool_found_by_entry_or_gpupool_name():
+    assert rollout.find_pool_index(tfc("a", "shared"), "shared") == 1
+    assert rollout.find_pool_index(tfc("a", "shared"), "tensor-fusion-shared") == 1
+    with pytest.raises(InvalidInput, match="has no pool 'x'; its pools are: a .GPUPool tensor-fusion-a."):
+        rollout.find_pool_index(tfc("a"), "x")
+
+
+def pool(status_hash="h0", progress=None, synced=None, in_progress=""):
+    status = {"hypervisor": status_hash}
+    if progress:
+        status["hypervisorUpdateProgress"] = progress
+    if synced:
+        status["hypervisorConfigSynced"] = True
+    return {"metadata": {"annotations": {rollout.IN_PROGRESS % "hypervisor": in_progress}},
+            "status": {"componentStatus": status}}
+
+
+def test_stale_synced_status_does_not_end_the_wait():
+    before = pool("h0", 100, True)
+    tracker = rollout.CampaignTracker("hypervisor", before)
+    assert not tracker.observe(before), "the synced status from before the change is stale"
+    assert not tracker.observe(pool("h0", 100, True, in_progress="h1")), "campaign started, status old"
+    assert not tracker.observe(pool("h1", 40, None, in_progress="h1"))
+    assert tracker.observe(pool("h1", 100, True, in_progress=""))
+
+
+def test_a_campaign_that_ends_as_ours_begins_does_not_count():
+    tracker = rollout.CampaignTracker("hypervisor", pool("h1", 60, None, in_progress="h1"))
+    assert not tracker.observe(pool("h1", 100, True, in_progress="")), "that was the previous campaign"
+    assert not tracker.observe(pool("h1", 100, True, in_progress="h2"))
+    assert tracker.observe(pool("h2", 100, True, in_progress=""))
+
+
+def test_change_mid_rollout_follows_the_newest_campaign():
+    tracker = rollout.CampaignTracker("hypervisor", pool("h0", 100, True))
+    tracker.observe(pool("h1", 20, None, in_progress="h1"))
+    tracker.observe(pool("h1", 20, None, in_progress="h2"))
+    assert tracker.campaign == "h2"
+    assert not tracker.observe(pool("h1", 100, True, in_progress=""))
+
+
+def test_resume_waits_for_the_campaign_under_way():
+    tracker = rollout.CampaignTracker("hypervisor", pool("h1", 40, None, in_progress="h1"), changed=False)
+    assert tracker.campaign == "h1"
+    assert not tracker.observe(pool("h1", 60, None, in_progress="h1"))
+    assert tracker.observe(pool("h1", 100, True, in_progress=""))
+
+
+def test_omitted_status_fields_mean_zero_and_false():
+    assert rollout.component_status({"metadata": {}, "status": {}}, "worker") == ("", 0, False, "")
+
+
+def test_diff_masks_secret_looking_env():
+    masked = rollout.redact_for_diff({"env": [{"name": "TF_LICENSE", "value": "abc"},
+                                              {"name": "LOG_LEVEL", "value": "info"}]})
+    assert masked["env"] == [{"name": "TF_LICENSE", "value": "********"},
+                             {"name": "LOG_LEVEL", "value": "info"}]
