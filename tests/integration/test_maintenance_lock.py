@@ -1,6 +1,7 @@
 """maintenance_lock end to end on the lab's API server: acquire, renew, a second acquirer fails
 with who and since when, release rules, check and diff mode, stale takeover, two concurrent
 ansible-playbook runs of which exactly one wins, and the optimistic-concurrency write itself."""
+import base64
 import threading
 import time
 import uuid
@@ -13,6 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
 
 from .ansible_runner import run_playbook
+from .test_lab import wait_for
 
 TASK = "Change the lock"
 
@@ -237,3 +239,39 @@ def test_optimistic_concurrency_on_the_real_api(lab, lock_ns, lease_name):
     finally:
         kube_a.close()
         kube_b.close()
+
+
+def test_a_role_limited_to_get_and_update_on_the_one_lease_is_enough(lab, api_client, lock_ns, lease_name):
+    """As documented: once the Lease exists (release keeps it), get and update on that one name
+    suffice; without the Lease the create is denied with a message naming verb and resource."""
+    core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+    sa_name = "locker-" + lease_name
+    core.create_namespaced_service_account(lock_ns, {"metadata": {"name": sa_name}})
+    rbac.create_namespaced_role(lock_ns, {"metadata": {"name": sa_name}, "rules": [{
+        "apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+        "resourceNames": [lease_name], "verbs": ["get", "update"]}]})
+    rbac.create_namespaced_role_binding(lock_ns, {
+        "metadata": {"name": sa_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa_name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": lock_ns}]})
+    sa = wait_for(core.list_namespaced_service_account,
+                  lambda s: s.metadata.name == sa_name and s.secrets, namespace=lock_ns)
+    token = base64.b64decode(core.read_namespaced_secret(sa.secrets[0].name, lock_ns).data["token"]).decode()
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "lab", "cluster": {"server": lab["server"],
+                                                 "certificate-authority": "%s/pki/ca.crt" % lab["state_dir"]}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "lab", "user": "sa"}}]}
+    sa_lab = dict(lab, kubeconfig=kubeconfig)
+    run, res = lock(sa_lab, lock_ns, lease_name, job="1001")
+    assert run.rc != 0 and res["error"] == "Forbidden"
+    assert res["msg"].startswith("forbidden: create leases/%s in %s" % (lease_name, lock_ns))
+    assert token not in run.stdout + run.stderr
+    # An administrator creates the Lease once (take and give back); from then on the Role is enough.
+    assert lock(lab, lock_ns, lease_name, job="1000")[0].rc == 0
+    assert lock(lab, lock_ns, lease_name, job="1000", state="released")[0].rc == 0
+    run, res = lock(sa_lab, lock_ns, lease_name, job="1001")
+    assert run.rc == 0 and res["action"] == "take", run.stdout[-2000:]
+    run, res = lock(sa_lab, lock_ns, lease_name, job="1001", state="released")
+    assert run.rc == 0 and res["action"] == "release"
