@@ -7,8 +7,9 @@ import uuid
 import pytest
 from kubernetes import client
 
+from lab.tensorfusion import install_crds
+
 from .ansible_runner import run_playbook
-from .tf_crds import ensure_tensorfusion_crds
 
 TASK = "Evaluate the window"
 
@@ -129,7 +130,7 @@ def _policy(includes=None, max_duration=None):
 
 @pytest.fixture(scope="module")
 def tf_objects(lab, api_client):
-    ensure_tensorfusion_crds(api_client)
+    install_crds(api_client)
     custom = client.CustomObjectsApi(api_client)
     suffix = uuid.uuid4().hex[:6]
     names = {"pool": "win-pool-" + suffix, "bare": "win-bare-" + suffix,
