@@ -7,7 +7,10 @@ import time
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import windows as w
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    InvalidInput,
+    MissingDependency,
+)
 
 UTC = datetime.timezone.utc
 BERLIN = w.get_zone("Europe/Berlin")
@@ -107,6 +110,13 @@ def test_cron_that_never_fires_is_a_clear_error():
         window(["0 2 30 2 *"], "1h", "2026-11-29T12:00:00Z")
 
 
+def test_missing_croniter_is_reported_clearly(monkeypatch):
+    monkeypatch.setattr(w, "HAS_CRONITER", False)
+    monkeypatch.setattr(w, "CRONITER_IMPORT_ERROR", ImportError("No module named 'croniter'"))
+    with pytest.raises(MissingDependency, match="the Python library 'croniter' is required"):
+        w.CronSchedule("0 2 * * *")
+
+
 def test_descriptors_and_names_are_accepted():
     assert window(["@daily"], "1h", "2026-11-29T00:30:00Z")["inside"]
     assert window(["0 2 * * SAT"], "1h", "2026-11-28T02:30:00Z")["inside"]  # a Saturday
@@ -167,6 +177,13 @@ def test_spring_forward_duration_is_elapsed_time():
     res = window(["0 1 * * *"], "3h", "2026-03-29T02:30:00Z", BERLIN)
     assert (res["window_start"], res["window_end"]) == ("2026-03-29T00:00:00Z", "2026-03-29T03:00:00Z")
     assert "2026-03-29 01:00 CET to 2026-03-29 05:00 CEST" in res["msg"]
+
+
+def test_fall_back_duration_is_elapsed_time():
+    # 01:00 CEST + 3h of elapsed time ends at 03:00 CET: two hours on the wall clock.
+    res = window(["0 1 * * *"], "3h", "2026-10-25T01:30:00Z", BERLIN)
+    assert (res["window_start"], res["window_end"]) == ("2026-10-24T23:00:00Z", "2026-10-25T02:00:00Z")
+    assert "2026-10-25 01:00 CEST to 2026-10-25 03:00 CET" in res["msg"]
 
 
 def test_fall_back_window_due_in_the_repeated_hour_opens_once():
