@@ -82,10 +82,11 @@ attributes:
     support: full
     description: Talks to the Kubernetes API.
 notes:
-  - Whether a holder stopped renewing is judged with the clock of the host the module runs on;
-    keep the clocks of the hosts that share a lock in sync (NTP).
+  - The Lease's times, and whether its holder stopped renewing, follow the API server's clock (read
+    from the C(Date) header of one request, to about a second), so hosts whose clocks disagree still
+    agree on when a lock expires; an offset of 30 seconds or more is reported as a warning.
   - RBAC needs C(get), C(create) and C(update) on C(leases) of C(coordination.k8s.io) in
-    O(namespace).
+    O(namespace) (and the C(/version) endpoint, which every user may read by default).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -198,6 +199,13 @@ previous:
   description: The lock as it was before this task (same keys as RV(lease)); null when no Lease existed.
   returned: success
   type: dict
+clock_offset_seconds:
+  description:
+    - Seconds between this host's clock and the API server's (the server's minus this host's), as
+      measured for this task; 0 when below two seconds.
+  returned: success, and on failure when another holder holds the lock
+  type: float
+  sample: 0.0
 conflicts:
   description:
     - How many times another writer changed the Lease between this task's read and its write (each

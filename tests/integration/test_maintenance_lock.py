@@ -42,11 +42,13 @@ def read_lease(api_client, ns, name):
         raise
 
 
-def lock(lab, ns, name, job=None, args=(), pause=None, **extra):
+def lock(lab, ns, name, job=None, args=(), pause=None, skew=None, **extra):
     env = {"JOB_ID": job} if job else {}
     env.update({"AWX_JOB_ID": "", "TOWER_JOB_ID": ""})
     if pause:
         env[locks.TEST_PAUSE_VARIABLE] = str(pause)
+    if skew:
+        env[locks.TEST_SKEW_VARIABLE] = str(skew)
     extra_vars = {"lock_kubeconfig": lab["kubeconfig"], "lock_namespace": ns, "lock_name": name}
     extra_vars.update(("lock_" + k, v) for k, v in extra.items())
     run = run_playbook("maintenance_lock.yml", extra_vars, env=env, args=args)
@@ -138,6 +140,22 @@ def test_stale_lock_is_taken_over_with_a_warning(lab, api_client, lock_ns, lease
     assert "[WARNING]" in run.stdout + run.stderr
     lease = read_lease(api_client, lock_ns, lease_name)
     assert lease.spec.holder_identity == res["holder"] and lease.spec.lease_transitions == 1
+
+
+def test_lock_times_follow_the_api_servers_clock_not_the_hosts(lab, api_client, lock_ns, lease_name):
+    """A host whose clock runs an hour ahead writes server times and cannot take over a live lock
+    early; one that is right reports no offset."""
+    run, first = lock(lab, lock_ns, lease_name, job="551", ttl=1800)
+    assert run.rc == 0 and first["clock_offset_seconds"] == 0.0
+    run, ahead = lock(lab, lock_ns, lease_name, job="552", skew=3600, ttl=1800)
+    # With its own clock it would see the lock expired (renewed an hour ago, TTL 30 minutes).
+    assert run.rc != 0 and ahead["error"] == "LockHeld", ahead
+    assert ahead["clock_offset_seconds"] == pytest.approx(-3600, abs=2)
+    run, renewed = lock(lab, lock_ns, lease_name, job="551", skew=-5000, ttl=1800)
+    assert run.rc == 0 and renewed["action"] == "renew"
+    assert "this host's clock is 5000 s behind the API server's" in " ".join(renewed["warnings"])
+    written = read_lease(api_client, lock_ns, lease_name).spec.renew_time
+    assert abs((written - locks.utcnow()).total_seconds()) < 10  # the server's time, not the host's
 
 
 def test_force_release_of_another_holders_lock(lab, api_client, lock_ns, lease_name):

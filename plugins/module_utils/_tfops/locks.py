@@ -13,6 +13,7 @@ gets a conflict, reads again and finds the lock held.
 from __future__ import annotations
 
 import datetime
+import email.utils
 import getpass
 import os
 import socket
@@ -28,6 +29,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     TfopsError,
 )
 
+try:
+    from kubernetes.client import VersionApi
+except ImportError:  # require_kubernetes() reports it
+    VersionApi = None
+
 LEASE_GROUP = "coordination.k8s.io"
 LEASE_API_VERSION = "coordination.k8s.io/v1"  # what a new Lease says when discovery is not asked
 PREFIX = "tensorfusion.ops/"
@@ -40,6 +46,12 @@ MAX_ATTEMPTS = 5
 # Test-only: seconds to pause between the first read and the write, so that the integration tests
 # can make two real runs read the same Lease before either writes (the race the design is for).
 TEST_PAUSE_VARIABLE = "TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE"
+# Times in the Lease follow the API server's clock, read from a response's Date header (whole
+# seconds): offsets below the tolerance are noise and ignored; above the warning level, said.
+CLOCK_TOLERANCE = 2.0
+CLOCK_WARNING = 30.0
+# Test-only: seconds to add to this host's clock, to show that a wrong host clock does not matter.
+TEST_SKEW_VARIABLE = "TFOPS_TEST_LOCK_CLOCK_SKEW"
 
 
 class LockHeld(TfopsError):
@@ -77,6 +89,27 @@ def make_identity(purpose, holder=None, user=None, host=None, job=None):
     if not holder:
         holder = "%s@%s%s purpose=%s" % (user, host, " job=%s" % job if job else "", purpose)
     return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose))
+
+
+# --- clocks ----------------------------------------------------------------------------------
+
+def host_time():
+    """This host's clock in epoch seconds."""
+    return time.time() + float(os.environ.get(TEST_SKEW_VARIABLE) or 0)
+
+
+def clock_offset(date_header, sent, received):
+    """Seconds to add to this host's clock to read the API server's, from the Date header of a
+    response and this host's clock when the request went out and when the answer came back.
+    Within CLOCK_TOLERANCE (the header's one-second steps plus latency): 0."""
+    if not date_header:
+        return 0.0
+    try:
+        server = email.utils.parsedate_to_datetime(date_header).timestamp() + 0.5
+    except (TypeError, ValueError):
+        return 0.0
+    offset = server - (sent + received) / 2.0
+    return offset if abs(offset) >= CLOCK_TOLERANCE else 0.0
 
 
 # --- reading a Lease -------------------------------------------------------------------------
@@ -244,6 +277,18 @@ class LeaseLock:
         self.name = name
         self.leases = kube.resource("Lease", group=LEASE_GROUP)  # the served version, by discovery
         self.desc = "leases/%s in %s" % (name, namespace)
+        self.clock_offset = None
+
+    def server_clock(self):
+        """A clock that reads the API server's time (this host's, corrected by one request), so
+        that hosts whose clocks disagree still agree on when a lock expires."""
+        sent = host_time()
+        _info, _status, headers = self.kube.call(
+            "get", "/version", VersionApi(self.kube.api_client).get_code_with_http_info)
+        received = host_time()
+        self.clock_offset = clock_offset((headers or {}).get("Date"), sent, received)
+        offset = self.clock_offset
+        return lambda: datetime.datetime.fromtimestamp(host_time() + offset, tz=datetime.timezone.utc)
 
     def read(self):
         try:
@@ -267,9 +312,16 @@ class LeaseLock:
                 raise Conflict(str(exc))
             raise
 
-    def change(self, decide, me, ttl, check_mode, clock=utcnow):
+    def change(self, decide, me, ttl, check_mode, clock=None):
         """Read, decide, write; again from a fresh read after a conflict. ``decide(view, now)``
-        returns (action, warning) or raises. Returns the result for the module."""
+        returns (action, warning) or raises. Returns the result for the module. ``clock``
+        defaults to the API server's (see server_clock)."""
+        clock = clock or self.server_clock()
+        offset = round(self.clock_offset or 0.0, 1)
+        notes = []
+        if abs(offset) >= CLOCK_WARNING:
+            notes.append("this host's clock is %.0f s %s the API server's; the lock's times follow "
+                         "the server's clock" % (abs(offset), "ahead of" if offset < 0 else "behind"))
         for conflicts in range(MAX_ATTEMPTS):
             before = self.read()
             now = clock()
@@ -277,11 +329,11 @@ class LeaseLock:
             try:
                 action, warning = decide(view, now)
             except TfopsError as exc:
-                exc.details["conflicts"] = conflicts
+                exc.details.update(conflicts=conflicts, clock_offset_seconds=offset)
                 raise
             result = dict(action=action, changed=action != "none", holder=me["holder"],
                           previous=public_view(view), conflicts=conflicts,
-                          warnings=[warning] if warning else [])
+                          clock_offset_seconds=offset, warnings=notes + ([warning] if warning else []))
             if action == "none":
                 result.update(lease=public_view(view), diff=dict(before=diff_view(before),
                                                                  after=diff_view(before)))
@@ -304,10 +356,10 @@ class LeaseLock:
         raise ApiError("the Lease %s kept changing under us: %d conflicting writes in a row" % (
             self.desc, MAX_ATTEMPTS), status=409, verb="update", resource=self.desc)
 
-    def acquire(self, me, ttl, check_mode=False, clock=utcnow):
+    def acquire(self, me, ttl, check_mode=False, clock=None):
         return self.change(lambda view, now: decide_acquire(view, me["holder"], now),
                            me, ttl, check_mode, clock)
 
-    def release(self, me, force=False, check_mode=False, clock=utcnow):
+    def release(self, me, force=False, check_mode=False, clock=None):
         return self.change(lambda view, now: decide_release(view, me["holder"], force),
                            me, None, check_mode, clock)

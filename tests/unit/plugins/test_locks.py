@@ -152,3 +152,16 @@ def test_release_clears_the_holder_and_taking_it_back_is_no_transition():
     assert "tensorfusion.ops/released-by" not in again["metadata"]["annotations"]
     other = locks.lease_after(released, "take", OTHER, "tf", "lock", NOW, 60)
     assert other["spec"]["leaseTransitions"] == 4
+
+
+def test_clock_offset_from_the_date_header():
+    sent = parse_time("2026-11-30T02:00:00Z").timestamp()
+    # The server says 03:00:00 (the true time lies within that second) while this host says 02:00.
+    offset = locks.clock_offset("Mon, 30 Nov 2026 03:00:00 GMT", sent, sent + 0.2)
+    assert offset == pytest.approx(3600 + 0.5 - 0.1)
+    behind = locks.clock_offset("Mon, 30 Nov 2026 01:59:00 GMT", sent, sent)
+    assert behind == pytest.approx(-59.5)
+    # Within the header's resolution and the request's latency: no correction.
+    assert locks.clock_offset("Mon, 30 Nov 2026 02:00:01 GMT", sent, sent + 0.3) == 0.0
+    assert locks.clock_offset(None, sent, sent) == 0.0
+    assert locks.clock_offset("not a date", sent, sent) == 0.0
