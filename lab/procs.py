@@ -23,7 +23,10 @@ def spawn(name: str, cmd: List[str], log_dir: Path, env: Optional[Dict[str, str]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env=env)
     log.close()
-    return {"name": name, "pid": proc.pid, "start": _start_ticks(proc.pid), "cmd": cmd[0]}
+    # Only what differs from our own environment is kept (state.json must hold no stray secret).
+    extra = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+    return {"name": name, "pid": proc.pid, "start": _start_ticks(proc.pid), "cmd": cmd[0],
+            "argv": list(cmd), "env_extra": extra}
 
 
 def alive(record: Dict) -> bool:

@@ -30,11 +30,14 @@ from lab import cluster, paths  # noqa: E402
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """The session's lab: a dict with server, token, kubeconfig, state_dir."""
+    """The session's lab: a dict with server, token, kubeconfig, state_dir, nodes, tensorfusion.
+    TFOPS_TEST_LAB_STATE reuses a running lab (started with ``up --tensorfusion --nodes 10``)."""
     state_dir = Path(os.environ.get("TFOPS_TEST_LAB_STATE") or
                      tmp_path_factory.mktemp("lab-state", numbered=True))
     reuse = bool(os.environ.get("TFOPS_TEST_LAB_STATE"))
-    state = cluster.up(state_dir, nodes=3, cpu_nodes=1)
+    # TensorFusion (CRDs, chart v1, operator double, webhook) on 10 GPU nodes: enough for the
+    # 20 %-batch examples of the operator reference, small enough for 2 cores.
+    state = cluster.up(state_dir, nodes=10, cpu_nodes=1, tensorfusion=True)
     yield state
     if not reuse:
         cluster.down(state_dir)

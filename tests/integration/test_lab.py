@@ -218,9 +218,9 @@ def test_job_pods_succeed(api_client, namespace):
     assert job.status.succeeded == 1
 
 
-def test_gpu_nodes_are_labelled_and_ready(api_client):
+def test_gpu_nodes_are_labelled_and_ready(lab, api_client):
     nodes = client.CoreV1Api(api_client).list_node(label_selector="nvidia.com/gpu.present=true").items
-    assert len(nodes) == 3
+    assert len(nodes) == lab["nodes"]
     for node in nodes:
         assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 

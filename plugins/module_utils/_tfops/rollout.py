@@ -12,7 +12,14 @@ import copy
 import math
 import re
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    InvalidInput,
+    TfopsError,
+)
+
+
+class Superseded(TfopsError):
+    """Another change replaced the configuration this task was rolling out."""
 
 COMPONENTS = ("hypervisor", "worker", "client")
 IN_PROGRESS = "tensor-fusion.ai/%s-update-in-progress"
@@ -249,7 +256,13 @@ class CampaignTracker:
         """Update from a GPUPool; returns True when this component is done."""
         status_hash, progress, synced, in_progress = component_status(pool, self.comp)
         if in_progress and in_progress != self.before_in_progress and in_progress != self.campaign:
-            self.campaign = in_progress  # a (new) campaign started: a change mid-rollout restarts
+            if self.campaign is not None:
+                # Someone changed the pool again: the configuration we wait for will never roll.
+                raise Superseded(
+                    "%s: the rollout this task started (campaign %s) was superseded by another "
+                    "change of the pool (campaign %s); not waiting for a configuration that is "
+                    "gone" % (self.comp, self.campaign, in_progress), superseded_by=in_progress)
+            self.campaign = in_progress
         if self.campaign is None:
             return False
         if status_hash == self.campaign:

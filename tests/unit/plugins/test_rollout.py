@@ -139,12 +139,19 @@ def test_a_campaign_that_ends_as_ours_begins_does_not_count():
     assert tracker.observe(pool("h2", 100, True, in_progress=""))
 
 
-def test_change_mid_rollout_follows_the_newest_campaign():
+def test_a_later_change_supersedes_the_campaign_we_wait_for():
     tracker = rollout.CampaignTracker("hypervisor", pool("h0", 100, True))
     tracker.observe(pool("h1", 20, None, in_progress="h1"))
-    tracker.observe(pool("h1", 20, None, in_progress="h2"))
+    with pytest.raises(rollout.Superseded, match="superseded by another change"):
+        tracker.observe(pool("h1", 20, None, in_progress="h2"))
+
+
+def test_a_task_started_mid_rollout_waits_for_its_own_campaign():
+    tracker = rollout.CampaignTracker("hypervisor", pool("h1", 20, None, in_progress="h1"))
+    assert not tracker.observe(pool("h1", 20, None, in_progress="h2"))
     assert tracker.campaign == "h2"
     assert not tracker.observe(pool("h1", 100, True, in_progress=""))
+    assert tracker.observe(pool("h2", 100, True, in_progress=""))
 
 
 def test_resume_waits_for_the_campaign_under_way():

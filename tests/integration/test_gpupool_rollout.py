@@ -1,0 +1,280 @@
+"""gpupool_rollout against the lab's operator double: batches, honest changed, the stale-status
+guard, a change mid-rollout, a stuck node, a deadline that pauses, an API server restart,
+concurrent edits, and bad input that leaves the cluster untouched."""
+import datetime
+import subprocess
+import sys
+import time
+
+import pytest
+from kubernetes import client, watch
+
+from lab import cluster
+from lab import tensorfusion as tf
+
+from .ansible_runner import run_playbook
+from .test_lab import wait_for
+
+GROUP, VERSION = "tensor-fusion.ai", "v1"
+POOL = "tensor-fusion-shared"
+HV = "tensorfusion/tensor-fusion-hypervisor"
+
+
+def rollout(lab, check=False, diff=False, **opts):
+    extra = {"lab_kubeconfig": lab["kubeconfig"]}
+    extra.update({"gr_" + k: v for k, v in opts.items()})
+    run = run_playbook("gpupool_rollout.yml", extra,
+                       args=(["--check"] if check else []) + (["--diff"] if diff else []))
+    return run, run.task_results("Rollout")
+
+
+def hv(tag, pct=20, **policy):
+    rolling = {"auto_update_hypervisor": True, "batch_percentage": pct}
+    rolling.update(policy)
+    return {"components": {"hypervisor": {"image": f"{HV}:{tag}"}}, "rolling_update": rolling}
+
+
+def tfc(api_client):
+    return client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        GROUP, VERSION, "tensorfusionclusters", "tensor-fusion")
+
+
+def written_by_users(obj):
+    """What a client write changes (the operator's own status writes also move resourceVersion):
+    generation counts spec writes; labels and annotations are metadata writes."""
+    meta = obj["metadata"]
+    return meta["generation"], meta.get("labels"), meta.get("annotations"), obj["spec"]
+
+
+def gpupool(api_client):
+    return client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "gpupools", POOL)
+
+
+def hypervisor_images(api_client):
+    pods = client.CoreV1Api(api_client).list_namespaced_pod(
+        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=hypervisor").items
+    return sorted({p.spec.containers[0].image for p in pods if p.metadata.deletion_timestamp is None})
+
+
+@pytest.fixture(autouse=True)
+def knobs_reset(api_client):
+    yield
+    tf.set_knobs(api_client, staleStatusSeconds=None, slowNodes=None, batchGapFloorSeconds=None)
+    try:
+        client.CoreV1Api(api_client).delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    except client.exceptions.ApiException:
+        pass
+
+
+def test_batches_of_20_percent_then_idempotent(lab, api_client):
+    run, res = rollout(lab, **hv("3.0.0"))
+    assert run.rc == 0, res.get("msg")
+    assert res["changed"] is True and res["changed_components"] == ["hypervisor"]
+    progress = [e["progress"] for e in res["timeline"] if e["component"] == "hypervisor"]
+    assert [p for p in progress if p] == [20, 40, 60, 80, 100]
+    assert res["timeline"][-1]["synced"] is True
+    comp = res["components"]["hypervisor"]
+    assert comp["synced"] and comp["progress"] == 100 and comp["batches"] == 5
+    assert comp["after_hash"] == comp["campaign"] != comp["before_hash"]
+    assert res["nodes"] == {"total": lab["nodes"], "updated": lab["nodes"], "stuck": 0}
+    assert hypervisor_images(api_client) == [f"{HV}:3.0.0"]
+    assert gpupool(api_client)["status"]["phase"] == "Running"
+    before = written_by_users(tfc(api_client))
+    started = time.monotonic()
+    run, res = rollout(lab, **hv("3.0.0"))
+    assert run.rc == 0 and res["changed"] is False and res["waited_for"] == []
+    assert time.monotonic() - started < 30
+    assert written_by_users(tfc(api_client)) == before
+
+
+def test_check_mode_and_diff_write_nothing(lab, api_client):
+    before = written_by_users(tfc(api_client))
+    run, res = rollout(lab, check=True, diff=True, **hv("3.1.0", pct=25))
+    assert run.rc == 0
+    assert res["changed"] is True and res["batches"] == 4 and res["estimated_seconds"] > 0
+    assert res["diff"]["after"]["componentConfig"]["hypervisor"]["image"] == f"{HV}:3.1.0"
+    assert res["diff"]["before"]["componentConfig"]["hypervisor"]["image"] != f"{HV}:3.1.0"
+    assert written_by_users(tfc(api_client)) == before
+
+
+def test_stale_synced_status_does_not_end_the_wait(lab, api_client):
+    tf.set_knobs(api_client, staleStatusSeconds=6)
+    run, res = rollout(lab, **hv("3.2.0", pct=50))
+    assert run.rc == 0, res.get("msg")
+    assert hypervisor_images(api_client) == [f"{HV}:3.2.0"], "returned only once really rolled"
+    assert res["components"]["hypervisor"]["duration"] >= 6
+
+
+def test_policy_only_change_writes_but_does_not_wait(lab, api_client):
+    run, res = rollout(lab, rolling_update={"batch_interval": "2s"})
+    assert run.rc == 0
+    assert res["changed"] is True and res["changed_components"] == [] and res["waited_for"] == []
+    policy = tfc(api_client)["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"][
+        "nodePoolRollingUpdatePolicy"]
+    assert policy["batchInterval"] == "2s"
+    rollout(lab, rolling_update={"batch_interval": "1s"})
+
+
+def _background_rollout(lab, tag, **policy):
+    cmd_vars = {"lab_kubeconfig": lab["kubeconfig"], **{"gr_" + k: v for k, v in hv(tag, **policy).items()}}
+    import json
+    import os
+    from .ansible_runner import PLAYBOOKS
+    env = dict(os.environ, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
+    return subprocess.Popen(["ansible-playbook", "-i", "localhost,", "-c", "local",
+                             str(PLAYBOOKS / "gpupool_rollout.yml"), "-e", json.dumps(cmd_vars)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _progress_at_least(pct):
+    def check(pool):
+        status = ((pool.get("status") or {}).get("componentStatus") or {})
+        return int(status.get("hypervisorUpdateProgress") or 0) >= pct and \
+            not status.get("hypervisorConfigSynced")
+    return check
+
+
+def _wait_pool(api_client, predicate, timeout=120):
+    """Watch the GPUPool until predicate(pool dict) holds."""
+    co = client.CustomObjectsApi(api_client)
+    deadline = time.monotonic() + timeout
+    listing = co.list_cluster_custom_object(GROUP, VERSION, "gpupools")
+    for item in listing["items"]:
+        if item["metadata"]["name"] == POOL and predicate(item):
+            return item
+    rv = listing["metadata"]["resourceVersion"]
+    while time.monotonic() < deadline:
+        w = watch.Watch()
+        for ev in w.stream(co.list_cluster_custom_object, GROUP, VERSION, "gpupools", resource_version=rv,
+                           timeout_seconds=max(1, int(deadline - time.monotonic()))):
+            obj = ev["object"]
+            rv = obj["metadata"]["resourceVersion"]
+            if obj["metadata"]["name"] == POOL and predicate(obj):
+                w.stop()
+                return obj
+    raise AssertionError(f"GPUPool condition not met within {timeout}s")
+
+
+def test_second_change_mid_rollout_wins_and_the_first_says_superseded(lab, api_client):
+    first = _background_rollout(lab, "3.3.0")
+    try:
+        _wait_pool(api_client, _progress_at_least(20))
+        run, res = rollout(lab, **hv("3.4.0"))
+        assert run.rc == 0, res.get("msg")
+        assert hypervisor_images(api_client) == [f"{HV}:3.4.0"]
+        out, _err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode != 0, "the first task must not claim its image rolled"
+    assert "superseded" in out
+
+
+def test_stuck_node_fails_at_stall_timeout_naming_it(lab, api_client):
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                      "data": {"neverReadyImages": "3.5.0-broken"}})
+    run, res = rollout(lab, stall_timeout=12, **hv("3.5.0-broken"))
+    assert run.rc != 0
+    assert res["error"] == "Stalled"
+    assert "made no progress for 12s" in res["msg"]
+    assert "tfops-gpu-0" in res["msg"] and "ImagePullBackOff" in res["msg"]
+    assert "tfops-gpu-0" in res["diagnostics"]["pending_nodes"]
+    core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    # Roll back to a good image: the same module, and the pool is whole again.
+    run, res = rollout(lab, **hv("3.5.1"))
+    assert run.rc == 0, res.get("msg")
+    assert hypervisor_images(api_client) == [f"{HV}:3.5.1"]
+
+
+def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
+    deadline = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=7)).isoformat()
+    run, res = rollout(lab, deadline=deadline, on_deadline="pause", **hv("3.6.0"))
+    assert run.rc != 0
+    assert "paused hypervisor" in res["msg"] and res["paused"] == ["hypervisor"]
+    spec = tfc(api_client)
+    policy = spec["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert policy["autoUpdateHypervisor"] is False
+    assert spec["metadata"]["annotations"]["ops.tensor-fusion.ai/paused"] == "shared:hypervisor"
+    progress = int(gpupool(api_client)["status"]["componentStatus"].get("hypervisorUpdateProgress") or 0)
+    assert progress < 100
+    # The same task again, with no deadline: resumes and finishes.
+    task = hv("3.6.0")
+    task["rolling_update"].pop("auto_update_hypervisor")
+    run, res = rollout(lab, **task)
+    assert run.rc == 0, res.get("msg")
+    assert res["changed"] is True
+    assert hypervisor_images(api_client) == [f"{HV}:3.6.0"]
+    spec = tfc(api_client)
+    assert "ops.tensor-fusion.ai/paused" not in (spec["metadata"].get("annotations") or {})
+
+
+def test_pause_and_resume_states(lab, api_client):
+    run, res = rollout(lab, state="paused", components={"hypervisor": {}})
+    assert run.rc == 0 and res["changed"] is True
+    run, res = rollout(lab, state="paused", components={"hypervisor": {}})
+    assert run.rc == 0 and res["changed"] is False
+    run, res = rollout(lab, state="resumed", components={"hypervisor": {}})
+    assert run.rc == 0 and res["changed"] is True
+    policy = tfc(api_client)["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert policy["autoUpdateHypervisor"] is True
+
+
+def test_api_server_restart_during_the_wait(lab, api_client):
+    tf.set_knobs(api_client, batchGapFloorSeconds=4)
+    job = _background_rollout(lab, "3.7.0")
+    try:
+        _wait_pool(api_client, _progress_at_least(20))
+        cluster.restart_process(lab["state_dir"], "kube-apiserver")
+        out, _err = job.communicate(timeout=240)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, out[-3000:]
+    assert hypervisor_images(api_client) == [f"{HV}:3.7.0"]
+
+
+def test_concurrent_edit_of_another_pool_survives(lab, api_client):
+    """A write that conflicts is re-read and re-applied: the other writer's change stays."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import auth, rollout as rl
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
+        ClusterEditor, pool_entry_transform)
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+    co = client.CustomObjectsApi(api_client)
+    kube = Kube(auth.resolve_auth({"kubeconfig": lab["kubeconfig"]}, {}))
+    editor = ClusterEditor(kube, "tensor-fusion")
+    attempts = []
+
+    def change(template):
+        if not attempts:  # someone else writes between our read and our write
+            other = co.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", "tensor-fusion")
+            other["metadata"].setdefault("labels", {})["edited-by"] = "someone-else"
+            co.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", "tensor-fusion", other)
+        attempts.append(1)
+        return rl.desired_spec_template(template, {}, {"batch_interval": "3s"})
+
+    written = editor.update(pool_entry_transform("shared", change))
+    assert len(attempts) == 2, "the first write conflicted and was retried"
+    assert written["metadata"]["labels"]["edited-by"] == "someone-else"
+    assert rl.policy_of(written["spec"]["gpuPools"][0]["specTemplate"])["batchInterval"] == "3s"
+    editor.update(pool_entry_transform("shared", lambda t: rl.desired_spec_template(t, {}, {"batch_interval": "1s"})))
+    kube.close()
+
+
+@pytest.mark.parametrize("opts,fragment", [
+    ({"cluster": "nope", **hv("4.0.0")}, "TensorFusionCluster nope does not exist; existing: tensor-fusion"),
+    ({"pool": "nope", **hv("4.0.0")}, "has no pool 'nope'; its pools are: shared"),
+    (hv("Not A Valid:Image"), "not a valid image reference"),
+    (hv("4.0.0", pct=0), "every node at once"),
+    (hv("4.0.0", pct=101), "must be 1-100"),
+    (hv("4.0.0", batch_interval="soon"), "not a Go duration"),
+    ({"deadline": "2020-01-01T00:00:00Z", **hv("4.0.0")}, "has already passed"),
+    ({"components": {"hypervisor": {"image": f"{HV}:4.0.0"}},
+      "rolling_update": {"auto_update_hypervisor": False}}, "never roll"),
+])
+def test_bad_input_changes_nothing(lab, api_client, opts, fragment):
+    before = written_by_users(tfc(api_client))
+    run, res = rollout(lab, **opts)
+    assert run.rc != 0
+    assert fragment in res["msg"]
+    assert written_by_users(tfc(api_client)) == before
