@@ -21,6 +21,10 @@ def main(argv=None) -> int:
                       help="seconds from bound to Ready for a Pod")
     p_up.add_argument("--no-node-lifecycle", action="store_true",
                       help="leave out the node-lifecycle controller (for very large node counts)")
+    p_up.add_argument("--tensorfusion", action="store_true",
+                      help="also install TensorFusion: CRDs, operator double, webhook, chart")
+    p_up.add_argument("--chart-version", default=None,
+                      help="test chart version to install (default: the older one)")
     sub.add_parser("down", help="stop exactly the processes this lab started; remove its state")
     sub.add_parser("status", help="print the lab's state as JSON")
     sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
@@ -32,7 +36,8 @@ def main(argv=None) -> int:
             started = time.monotonic()
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
-                               node_lifecycle=not args.no_node_lifecycle)
+                               node_lifecycle=not args.no_node_lifecycle,
+                               tensorfusion=args.tensorfusion, chart_version=args.chart_version)
             print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
         elif args.cmd == "down":

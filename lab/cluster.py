@@ -83,7 +83,8 @@ def _wait_for(what: str, check, state: Dict, deadline: float) -> None:
 
 
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
-       node_lifecycle: bool = True, timeout: float = 120.0) -> Dict:
+       node_lifecycle: bool = True, timeout: float = 120.0, tensorfusion: bool = False,
+       chart_version: Optional[str] = None) -> Dict:
     state_dir = Path(state_dir).resolve()
     existing = load_state(state_dir)
     if existing and all(procs.alive(r) for r in existing["processes"]):
@@ -159,7 +160,17 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             state, "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, state, deadline)
         _wait_for(f"{nodes + cpu_nodes} Ready Nodes", lambda: _ready_nodes(state) >= nodes + cpu_nodes,
                   state, deadline)
-    except BaseException:
+        if tensorfusion:  # CRDs, chart repo, webhook, operator double, chart installed
+            from . import tensorfusion as tf
+            tf.start(state, chart_version or tf.V1)
+    except BaseException as exc:
+        # Keep the logs of a failed start for whoever has to find out why.
+        kept = state_dir.with_name(state_dir.name + ".failed-logs")
+        shutil.rmtree(kept, ignore_errors=True)
+        if (state_dir / "logs").exists():
+            shutil.copytree(state_dir / "logs", kept)
+            if isinstance(exc, LabError):
+                exc.args = (f"{exc} (logs kept in {kept})",)
         down(state_dir)
         raise
     return state
@@ -199,3 +210,24 @@ def status(state_dir: Path) -> Dict:
     return {"running": all(procs_alive.values()) and ready, "state_dir": state["state_dir"],
             "server": state["server"], "kubeconfig": state["kubeconfig"],
             "processes": procs_alive, "apiserver_ready": ready}
+
+
+def restart_process(state_dir: Path, name: str) -> Dict:
+    """Stop one of the lab's processes and start it again with the same command line, as a
+    crash-and-restart of that component would (tests use it on kube-apiserver)."""
+    state_dir = Path(state_dir).resolve()
+    state = load_state(state_dir)
+    if not state:
+        raise LabError(f"no lab in {state_dir}")
+    for index, rec in enumerate(state["processes"]):
+        if rec["name"] == name:
+            procs.stop(rec)
+            new = procs.spawn(name, rec["argv"], state_dir / "logs",
+                              env={**os.environ, **rec.get("env_extra", {})})
+            state["processes"][index] = new
+            _save_state(state_dir, state)
+            if name == "kube-apiserver":
+                _wait_for("kube-apiserver /readyz", lambda: _get(state, "/readyz")[0] == 200,
+                          state, time.monotonic() + 60)
+            return new
+    raise LabError(f"the lab has no process named {name}")
