@@ -293,3 +293,14 @@ def test_a_role_limited_to_get_and_update_on_the_one_lease_is_enough(lab, api_cl
     assert run.rc == 0 and res["action"] == "take", run.stdout[-2000:]
     run, res = lock(sa_lab, lock_ns, lease_name, job="1001", state="released")
     assert run.rc == 0 and res["action"] == "release"
+
+
+def test_window_and_lock_with_module_defaults_for_the_action_group(lab, api_client, lock_ns, lease_name):
+    run = run_playbook("maintenance_group.yml", {"group_kubeconfig": lab["kubeconfig"],
+                                                 "group_namespace": lock_ns, "group_lease": lease_name})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.task_results("Check the window")["inside"] is True
+    taken = run.task_results("Take the lock")
+    assert taken["action"] == "create" and taken["api_server"] == lab["server"]
+    assert run.task_results("Give the lock back")["action"] == "release"
+    assert read_lease(api_client, lock_ns, lease_name).spec.holder_identity is None
