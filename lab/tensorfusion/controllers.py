@@ -161,10 +161,12 @@ class Controllers:
             elif go_struct(pool.get("spec") or {}) != template or \
                     annotations(pool).get(A_DEFAULT_POOL) != is_default:
                 # A full overwrite: direct edits of a managed GPUPool are reverted.
+                # Only this one annotation: the rollout and provider ones are kept (and may
+                # be newer than our cache).
                 self.api.patch("pool", pname, [
                     {"op": "replace", "path": "/spec", "value": template},
-                    {"op": "add", "path": "/metadata/annotations",
-                     "value": {**annotations(pool), A_DEFAULT_POOL: is_default}}])
+                    {"op": "add", "path": "/metadata/annotations/" +
+                     A_DEFAULT_POOL.replace("~", "~0").replace("/", "~1"), "value": is_default}])
                 changed = True
         for p in owned:
             if meta(p)["name"] not in wanted and not deleting(p):

@@ -52,24 +52,25 @@ class Api:
             raise
 
     def patch(self, kind: str, key: str, body, status: bool = False):
-        """JSON merge patch for a dict body, JSON patch for a list."""
+        """JSON merge patch for a dict body, JSON patch for a list (the content type is set
+        explicitly: the generated client would send a list as a merge patch)."""
         ns, _, name = key.rpartition("/")
+        ctype = "application/json-patch+json" if isinstance(body, list) else \
+            "application/merge-patch+json"
         try:
             if kind == "pod":
-                resp = self.core.api_client.call_api(
-                    f"/api/v1/namespaces/{ns}/pods/{name}", "PATCH", body=body,
-                    header_params={"Content-Type": "application/merge-patch+json",
-                                   "Accept": "application/json"},
-                    auth_settings=["BearerToken"], _preload_content=False)
-                return self._keep(kind, json.loads(resp[0].data))
+                resp = self.core.patch_namespaced_pod(name, ns, body, _content_type=ctype,
+                                                      _preload_content=False)
+                return self._keep(kind, json.loads(resp.data))
             plural = PLURALS[kind]
             if ns:
                 fn = (self.co.patch_namespaced_custom_object_status if status
                       else self.co.patch_namespaced_custom_object)
-                return self._keep(kind, fn(GROUP, VERSION, ns, plural, name, body))
+                return self._keep(kind, fn(GROUP, VERSION, ns, plural, name, body,
+                                           _content_type=ctype))
             fn = (self.co.patch_cluster_custom_object_status if status
                   else self.co.patch_cluster_custom_object)
-            return self._keep(kind, fn(GROUP, VERSION, plural, name, body))
+            return self._keep(kind, fn(GROUP, VERSION, plural, name, body, _content_type=ctype))
         except ApiException as exc:
             if self._expected(exc):
                 return None
