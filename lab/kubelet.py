@@ -155,8 +155,8 @@ class Kubelet:
                     self.renew_lease(name)
                     if report:
                         self.report_status(name)
-                except ApiException as exc:
-                    log.warning("heartbeat of %s failed: %s", name, exc.reason)
+                except Exception as exc:  # noqa: BLE001 - an API server restart must not end heartbeats
+                    log.warning("heartbeat of %s failed: %s", name, exc)
             if report:
                 last_status = time.monotonic()
 

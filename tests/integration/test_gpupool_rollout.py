@@ -13,7 +13,6 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook
-from .test_lab import wait_for
 
 GROUP, VERSION = "tensor-fusion.ai", "v1"
 POOL = "tensor-fusion-shared"

@@ -257,3 +257,14 @@ def test_dead_node_knob_makes_the_real_node_lifecycle_controller_mark_it(api_cli
     finally:
         core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
     wait_for(core.list_node, lambda n: n.metadata.name == "tfops-gpu-2" and _node_ready(n), timeout=60)
+
+
+def test_kubelet_keeps_heartbeating_across_an_api_server_restart(lab, api_client):
+    """The lab must survive what the collection's tests do to it (restarting kube-apiserver)."""
+    import datetime
+    cluster.restart_process(lab["state_dir"], "kube-apiserver")
+    restarted = datetime.datetime.now(datetime.timezone.utc)
+    coord = client.CoordinationV1Api(api_client)
+    lease = wait_for(coord.list_namespaced_lease, lambda le: le.metadata.name == "tfops-gpu-0"
+                     and le.spec.renew_time > restarted, timeout=60, namespace="kube-node-lease")
+    assert lease.spec.holder_identity == "tfops-gpu-0"

@@ -55,6 +55,7 @@ class Kube:
         require_kubernetes()
         self.api_client, self.server = build_api_client(auth)
         self._dynamic = None
+        self.requests = 0  # list pages fetched with list_pages (the benchmarks report it)
 
     @property
     def dynamic(self):
@@ -93,3 +94,36 @@ class Kube:
 
     def close(self):
         self.api_client.close()
+
+
+PAGE_SIZE = 500
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+
+def list_pages(kube, resource, namespace=None, label_selector=None, field_selector=None,
+               limit=PAGE_SIZE, metadata_only=False, project=None):
+    """Every object of a list, a page at a time (limit/continue), as plain dicts.
+
+    Raw JSON keeps big lists cheap (no model objects); ``project`` slims each item as it
+    arrives so memory holds only what the caller needs; ``metadata_only`` asks the server for
+    metadata alone (for Secrets: their data never reaches this process)."""
+    path = resource.path(namespace=namespace)
+    token = None
+    while True:
+        query = [("limit", limit)]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if token:
+            query.append(("continue", token))
+        headers = {"Accept": _METADATA_ONLY if metadata_only else "application/json"}
+        response = kube.call("list", resource.name, kube.dynamic.request, "GET", path,
+                             query_params=query, header_params=headers, serialize=False)
+        kube.requests += 1
+        page = json.loads(response.data)
+        for item in page.get("items") or []:
+            yield project(item) if project else item
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return

@@ -21,6 +21,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 class Superseded(TfopsError):
     """Another change replaced the configuration this task was rolling out."""
 
+
 COMPONENTS = ("hypervisor", "worker", "client")
 IN_PROGRESS = "tensor-fusion.ai/%s-update-in-progress"
 LAST_BATCH = "tensor-fusion.ai/%s-batch-update-last-time"

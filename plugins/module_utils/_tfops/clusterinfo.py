@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The read-only picture of a TensorFusion installation, gathered in a few paginated list calls
+(never one call per object) and slimmed as it arrives, so that 1,000 nodes and 10,000 Pods stay
+cheap."""
+
+from __future__ import annotations
+
+import heapq
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import (
+    TF_CONTROLLER_SELECTOR,
+)
+
+GROUP = "tensor-fusion.ai"
+TF_ENABLED = "tensor-fusion.ai/enabled"
+
+
+def _ready(pod):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _pod_reason(pod):
+    for cstat in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (cstat.get("state") or {}).get("waiting")
+        if waiting:
+            return waiting.get("reason")
+    return (pod.get("status") or {}).get("phase")
+
+
+def slim_cluster(obj):
+    status = obj.get("status") or {}
+    return {"name": obj["metadata"]["name"], "phase": status.get("phase", ""),
+            "pools": [p.get("name") for p in (obj.get("spec") or {}).get("gpuPools") or []],
+            "conditions": [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
+                           for c in status.get("conditions") or []]}
+
+
+def slim_pool(obj):
+    status = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    policy = rollout.policy_of(spec)
+    components = {}
+    for comp in rollout.COMPONENTS:
+        status_hash, progress, synced, in_progress = rollout.component_status(obj, comp)
+        components[comp] = {"hash": status_hash, "progress": progress, "synced": synced,
+                            "in_progress": in_progress, "auto_update": rollout.auto_update(spec, comp)}
+    return {"name": obj["metadata"]["name"], "phase": status.get("phase", ""),
+            "total_nodes": status.get("totalNodes", 0), "ready_nodes": status.get("readyNodes", 0),
+            "components": components,
+            "maintenance_window": (policy.get("maintenanceWindow") or {}).get("includes") or [],
+            "max_duration": policy.get("maxDuration"),
+            "images": dict((c, ((spec.get("componentConfig") or {}).get(c) or {}).get("image"))
+                           for c in rollout.COMPONENTS)}
+
+
+def slim_gpunode(obj):
+    labels = obj["metadata"].get("labels") or {}
+    return {"name": obj["metadata"]["name"], "phase": (obj.get("status") or {}).get("phase", ""),
+            "pool": labels.get("tensor-fusion.ai/managed-by")}
+
+
+def slim_gpu_phase(obj):
+    return (obj.get("status") or {}).get("phase", "")
+
+
+def slim_pod(obj):
+    meta = obj["metadata"]
+    labels = meta.get("labels") or {}
+    return {"name": meta["name"], "namespace": meta.get("namespace"),
+            "component": labels.get("tensor-fusion.ai/component"),
+            "node": (obj.get("spec") or {}).get("nodeName"), "ready": _ready(obj),
+            "reason": None if _ready(obj) else _pod_reason(obj),
+            "image": ((obj.get("spec") or {}).get("containers") or [{}])[0].get("image"),
+            "restarts": sum(c.get("restartCount", 0)
+                            for c in (obj.get("status") or {}).get("containerStatuses") or [])}
+
+
+def slim_workload(kind):
+    def project(obj):
+        template = (obj.get("spec") or {}).get("template") or {}
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        if labels.get(TF_ENABLED) != "true":
+            return None
+        containers = (template.get("spec") or {}).get("containers") or []
+        return {"kind": kind, "namespace": obj["metadata"]["namespace"], "name": obj["metadata"]["name"],
+                "replicas": int((obj.get("spec") or {}).get("replicas", 1)),
+                "readiness_probe": all(c.get("readinessProbe") for c in containers) and bool(containers),
+                "labels": labels, "pdb": False}
+    return project
+
+
+def selector_matches(selector, labels):
+    """A LabelSelector dict against a label set (matchLabels and matchExpressions)."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        value, values = labels.get(expr["key"]), expr.get("values") or []
+        op = expr["operator"]
+        if (op == "In" and value not in values) or (op == "NotIn" and value in values) or \
+                (op == "Exists" and value is None) or (op == "DoesNotExist" and value is not None):
+            return False
+    return bool(selector.get("matchLabels") or selector.get("matchExpressions"))
+
+
+class Gatherer:
+    def __init__(self, kube, namespace, release, events_since=None, events_limit=30,
+                 workloads=True):
+        self.kube = kube
+        self.namespace = namespace
+        self.release = release
+        self.events_since = parse_time(events_since) if events_since else None
+        self.events_limit = events_limit
+        self.with_workloads = workloads
+
+    def _list(self, kind, project, group=None, api_version=None, **kwargs):
+        resource = self.kube.resource(kind, api_version=api_version, group=group)
+        return [item for item in list_pages(self.kube, resource, project=project, **kwargs) if item is not None]
+
+    def gather(self):
+        pods = self._list("Pod", slim_pod, api_version="v1", namespace=self.namespace)
+        data = {
+            "namespace": self.namespace,
+            "clusters": self._list("TensorFusionCluster", slim_cluster, group=GROUP),
+            "pools": self._list("GPUPool", slim_pool, group=GROUP),
+            "gpunodes": self._list("GPUNode", slim_gpunode, group=GROUP),
+            "hypervisors": [p for p in pods if p["component"] == "hypervisor"],
+            "operator_pods": [p for p in pods if p["component"] != "hypervisor"],
+            "controller": self._deployments(TF_CONTROLLER_SELECTOR),
+            "alert_manager": self._statefulsets("tensor-fusion.ai/component=alert-manager"),
+            "release": self._release(),
+            "warning_events": self._warning_events(),
+            "workloads": self._workloads() if self.with_workloads else [],
+        }
+        gpu_phases = self._list("GPU", slim_gpu_phase, group=GROUP)
+        data["gpus"] = {"total": len(gpu_phases),
+                        "by_phase": dict((ph, gpu_phases.count(ph)) for ph in sorted(set(gpu_phases)))}
+        return data
+
+    def _deployments(self, selector):
+        def project(obj):
+            status = obj.get("status") or {}
+            return {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"],
+                    "replicas": int((obj.get("spec") or {}).get("replicas", 1)),
+                    "available": int(status.get("availableReplicas") or 0),
+                    "images": [c.get("image") for c in obj["spec"]["template"]["spec"].get("containers") or []]}
+        return self._list("Deployment", project, api_version="apps/v1", namespace=self.namespace,
+                          label_selector=selector)
+
+    def _statefulsets(self, selector):
+        def project(obj):
+            return {"name": obj["metadata"]["name"], "replicas": int((obj.get("spec") or {}).get("replicas", 1)),
+                    "ready": int((obj.get("status") or {}).get("readyReplicas") or 0)}
+        return self._list("StatefulSet", project, api_version="apps/v1", namespace=self.namespace,
+                          label_selector=selector)
+
+    def _release(self):
+        """The release's newest revision and status from Helm's storage labels (metadata only:
+        the release data, which holds the values, is never fetched)."""
+        def project(obj):
+            labels = obj["metadata"].get("labels") or {}
+            return {"name": labels.get("name"), "status": labels.get("status", "unknown"),
+                    "revision": int(labels.get("version", 0))}
+        resource = self.kube.resource("Secret", api_version="v1")
+        revisions = list(list_pages(self.kube, resource, namespace=self.namespace, metadata_only=True,
+                                    label_selector="owner=helm,name=%s" % self.release, project=project))
+        return max(revisions, key=lambda r: r["revision"]) if revisions else None
+
+    def _warning_events(self):
+        def project(obj):
+            when = obj.get("lastTimestamp") or obj.get("eventTime") or \
+                (obj.get("metadata") or {}).get("creationTimestamp")
+            involved = obj.get("involvedObject") or {}
+            return {"time": when, "namespace": obj["metadata"].get("namespace"),
+                    "object": "%s/%s" % ((involved.get("kind") or "").lower(), involved.get("name")),
+                    "reason": obj.get("reason"), "message": obj.get("message"), "count": obj.get("count", 1)}
+        resource = self.kube.resource("Event", api_version="v1")
+        newest = []
+        for event in list_pages(self.kube, resource, field_selector="type=Warning", project=project):
+            if self.events_since and event["time"] and parse_time(event["time"]) < self.events_since:
+                continue
+            key = (event["time"] or "", event["object"])
+            if len(newest) < self.events_limit:
+                heapq.heappush(newest, (key, event))
+            elif key > newest[0][0]:
+                heapq.heapreplace(newest, (key, event))
+        return [e for _key, e in sorted(newest, key=lambda item: item[0], reverse=True)]
+
+    def _workloads(self):
+        found = self._list("Deployment", slim_workload("Deployment"), api_version="apps/v1") + \
+            self._list("StatefulSet", slim_workload("StatefulSet"), api_version="apps/v1")
+        if not found:
+            return []
+        try:
+            pdbs = self._list("PodDisruptionBudget", lambda o: {
+                "namespace": o["metadata"]["namespace"], "selector": (o.get("spec") or {}).get("selector")},
+                group="policy")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            pdbs = []
+        for workload in found:
+            workload["pdb"] = any(p["namespace"] == workload["namespace"]
+                                  and selector_matches(p["selector"], workload["labels"]) for p in pdbs)
+            del workload["labels"]
+        return found

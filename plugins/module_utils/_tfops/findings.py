@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Health findings over the gathered picture of a TensorFusion installation, as pure functions.
+
+Each finding: code, severity (blocking / warning / info), object, and a sentence a person can act on."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+SEVERITIES = ("blocking", "warning", "info")
+
+try:
+    import jmespath
+    HAS_JMESPATH = True
+except ImportError:  # only user rules need it; reported when they are used
+    HAS_JMESPATH = False
+
+
+def finding(code, severity, obj, message):
+    return {"code": code, "severity": severity, "object": obj, "message": message}
+
+
+def _cluster_findings(data):
+    out = []
+    for tfc in data["clusters"]:
+        if tfc["phase"] != "Running":
+            out.append(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
+                               "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
+                               "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")))
+    return out
+
+
+def _pool_findings(data):
+    out = []
+    for pool in data["pools"]:
+        name = "gpupool/%s" % pool["name"]
+        if pool["phase"] != "Running":
+            out.append(finding("POOL_NOT_RUNNING", "blocking", name,
+                               "GPUPool %s is %s: a pool is Running only when all its GPUNodes are; "
+                               "do not start a change before it is" % (pool["name"], pool["phase"] or "without a phase")))
+        for comp, state in sorted(pool["components"].items()):
+            # An in-progress hash next to a synced status is a campaign the operator abandoned
+            # (its hash went back before it started); only an unsynced one is running.
+            if state["in_progress"] and not state["synced"]:
+                out.append(finding("ROLLOUT_IN_PROGRESS", "blocking", name,
+                                   "GPUPool %s: a %s rollout (campaign %s) is in progress at %d%%; "
+                                   "let it finish or roll it back first" % (
+                                       pool["name"], comp, state["in_progress"], state["progress"])))
+            elif state["hash"] and not state["synced"] and state["auto_update"]:
+                out.append(finding("COMPONENT_NOT_SYNCED", "blocking", name,
+                                   "GPUPool %s: %s is not synced (progress %d%%) although autoUpdate is on"
+                                   % (pool["name"], comp, state["progress"])))
+            elif state["hash"] and not state["synced"] and comp == "hypervisor":
+                out.append(finding("COMPONENT_FROZEN", "info", name,
+                                   "GPUPool %s: hypervisor configuration changed with autoUpdate off; "
+                                   "it is not rolled until autoUpdateHypervisor is turned on" % pool["name"]))
+    return out
+
+
+def _node_findings(data):
+    out = []
+    for node in data["gpunodes"]:
+        if node["phase"] != "Running":
+            out.append(finding("GPUNODE_NOT_RUNNING", "blocking", "gpunode/%s" % node["name"],
+                               "GPUNode %s is %s: a node that does not return to Running blocks every "
+                               "hypervisor rollout of its pool forever" % (node["name"], node["phase"] or "Pending")))
+    for pod in data["hypervisors"]:
+        if not pod["ready"]:
+            out.append(finding("HYPERVISOR_NOT_READY", "blocking", "pod/%s/%s" % (pod["namespace"], pod["name"]),
+                               "hypervisor Pod %s on %s is not Ready (%s)" % (
+                                   pod["name"], pod["node"], pod["reason"] or "no reason given")))
+    return out
+
+
+def _operator_findings(data):
+    out = []
+    controllers = data["controller"]
+    if not controllers:
+        out.append(finding("CONTROLLER_MISSING", "blocking", "deployment/%s" % data["namespace"],
+                           "no TensorFusion controller Deployment (label tensor-fusion.ai/component="
+                           "operator) in namespace %s" % data["namespace"]))
+    for ctl in controllers:
+        if ctl["available"] < max(ctl["replicas"], 1):
+            out.append(finding("CONTROLLER_NOT_READY", "blocking", "deployment/%s/%s" % (ctl["namespace"], ctl["name"]),
+                               "controller Deployment %s has %d of %d replicas available" % (
+                                   ctl["name"], ctl["available"], ctl["replicas"])))
+    for am in data["alert_manager"]:
+        if am["ready"] < am["replicas"]:
+            out.append(finding("ALERT_MANAGER_NOT_READY", "warning", "pod-set/%s" % am["name"],
+                               "alert-manager %s has %d of %d replicas ready" % (am["name"], am["ready"], am["replicas"])))
+    release = data["release"]
+    if release is None:
+        out.append(finding("RELEASE_MISSING", "warning", "helm/%s" % data["namespace"],
+                           "no Helm release found in namespace %s" % data["namespace"]))
+    elif release["status"].startswith("pending-"):
+        out.append(finding("RELEASE_PENDING", "blocking", "helm/%s" % release["name"],
+                           "Helm release %s revision %d is stuck %s: recover it (roll back to the last "
+                           "deployed revision) before upgrading" % (release["name"], release["revision"], release["status"])))
+    elif release["status"] == "failed":
+        out.append(finding("RELEASE_FAILED", "blocking", "helm/%s" % release["name"],
+                           "Helm release %s revision %d failed: fix or roll back before upgrading" % (
+                               release["name"], release["revision"])))
+    return out
+
+
+def _workload_findings(data):
+    out = []
+    for wl in data["workloads"]:
+        obj = "%s/%s/%s" % (wl["kind"].lower(), wl["namespace"], wl["name"])
+        if wl["replicas"] < 2:
+            out.append(finding("WORKLOAD_SINGLE_REPLICA", "warning", obj,
+                               "%s %s/%s runs %d replica: a client rollout deletes its Pod and it is down "
+                               "until the new one is Ready" % (wl["kind"], wl["namespace"], wl["name"], wl["replicas"])))
+        if not wl["readiness_probe"]:
+            out.append(finding("WORKLOAD_NO_READINESS_PROBE", "warning", obj,
+                               "%s %s/%s has no readinessProbe: traffic reaches new Pods before they serve"
+                               % (wl["kind"], wl["namespace"], wl["name"])))
+        if not wl["pdb"]:
+            out.append(finding("WORKLOAD_NO_PDB", "warning", obj,
+                               "%s %s/%s is not covered by a PodDisruptionBudget" % (wl["kind"], wl["namespace"], wl["name"])))
+    return out
+
+
+def _event_findings(data):
+    if not data["warning_events"]:
+        return []
+    return [finding("WARNING_EVENTS", "info", "events",
+                    "%d recent warning Events; the newest: %s" % (
+                        len(data["warning_events"]), data["warning_events"][0]["message"]))]
+
+
+def builtin_findings(data):
+    out = []
+    for rule in (_cluster_findings, _pool_findings, _node_findings, _operator_findings,
+                 _workload_findings, _event_findings):
+        out.extend(rule(data))
+    return out
+
+
+def validate_rules(rules):
+    for rule in rules or []:
+        if rule.get("severity") not in SEVERITIES:
+            raise InvalidInput("rule %s: severity must be one of %s" % (rule.get("code"), ", ".join(SEVERITIES)))
+        if not HAS_JMESPATH:
+            raise InvalidInput("custom rules need the Python library jmespath")
+        try:
+            jmespath.compile(rule["expression"])
+        except jmespath.exceptions.JMESPathError as exc:
+            raise InvalidInput("rule %s: %r is not a JMESPath expression: %s" % (rule["code"], rule["expression"], exc))
+
+
+def custom_findings(data, rules):
+    """User rules: a JMESPath expression over the gathered data. A list result yields one finding
+    per item (its ``name`` names the object); a true scalar yields one finding."""
+    out = []
+    for rule in rules or []:
+        result = jmespath.search(rule["expression"], data)
+        items = result if isinstance(result, list) else ([result] if result else [])
+        for item in items:
+            name = item.get("name") if isinstance(item, dict) else str(item)
+            out.append(finding(rule["code"], rule["severity"], name or rule["code"],
+                               rule.get("description") or "rule %s matched" % rule["code"]))
+    return out
+
+
+def summarize(findings):
+    counts = dict((s, 0) for s in SEVERITIES)
+    for item in findings:
+        counts[item["severity"]] += 1
+    return counts

@@ -1,0 +1,92 @@
+"""tf_cluster_info's findings as pure functions over a gathered picture."""
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import findings
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.clusterinfo import (
+    selector_matches,
+    slim_pool,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+
+def healthy():
+    comp = {"hash": "h", "progress": 100, "synced": True, "in_progress": "", "auto_update": True}
+    return {"namespace": "tensor-fusion-sys",
+            "clusters": [{"name": "tf", "phase": "Running"}],
+            "pools": [{"name": "tf-shared", "phase": "Running", "ready_nodes": 4,
+                       "components": {"hypervisor": dict(comp), "worker": dict(comp, synced=False, auto_update=False),
+                                      "client": dict(comp, hash="")}}],
+            "gpunodes": [{"name": "n1", "phase": "Running"}],
+            "hypervisors": [{"name": "hypervisor-n1", "namespace": "tensor-fusion-sys", "node": "n1",
+                             "ready": True, "reason": None}],
+            "controller": [{"name": "ctl", "namespace": "tensor-fusion-sys", "replicas": 1, "available": 1}],
+            "alert_manager": [{"name": "am", "replicas": 1, "ready": 1}],
+            "release": {"name": "tensor-fusion-sys", "revision": 3, "status": "deployed"},
+            "warning_events": [],
+            "workloads": [{"kind": "Deployment", "namespace": "app", "name": "llm", "replicas": 2,
+                           "readiness_probe": True, "pdb": True}]}
+
+
+def codes(data):
+    return sorted((f["code"], f["severity"]) for f in findings.builtin_findings(data))
+
+
+def test_healthy_has_no_blocking_finding():
+    assert codes(healthy()) == []
+
+
+@pytest.mark.parametrize("mutate,expected", [
+    (lambda d: d["clusters"][0].update(phase="Updating"), ("CLUSTER_NOT_RUNNING", "blocking")),
+    (lambda d: d["pools"][0].update(phase="Updating"), ("POOL_NOT_RUNNING", "blocking")),
+    (lambda d: d["pools"][0]["components"]["hypervisor"].update(synced=False, in_progress="h2", progress=40),
+     ("ROLLOUT_IN_PROGRESS", "blocking")),
+    (lambda d: d["pools"][0]["components"]["hypervisor"].update(synced=False, progress=0),
+     ("COMPONENT_NOT_SYNCED", "blocking")),
+    (lambda d: d["pools"][0]["components"]["hypervisor"].update(synced=False, auto_update=False),
+     ("COMPONENT_FROZEN", "info")),
+    (lambda d: d["gpunodes"][0].update(phase="Pending"), ("GPUNODE_NOT_RUNNING", "blocking")),
+    (lambda d: d["hypervisors"][0].update(ready=False, reason="ImagePullBackOff"), ("HYPERVISOR_NOT_READY", "blocking")),
+    (lambda d: d["controller"][0].update(available=0), ("CONTROLLER_NOT_READY", "blocking")),
+    (lambda d: d.update(controller=[]), ("CONTROLLER_MISSING", "blocking")),
+    (lambda d: d["alert_manager"][0].update(ready=0), ("ALERT_MANAGER_NOT_READY", "warning")),
+    (lambda d: d["release"].update(status="pending-upgrade"), ("RELEASE_PENDING", "blocking")),
+    (lambda d: d["release"].update(status="failed"), ("RELEASE_FAILED", "blocking")),
+    (lambda d: d["workloads"][0].update(replicas=1), ("WORKLOAD_SINGLE_REPLICA", "warning")),
+    (lambda d: d["workloads"][0].update(readiness_probe=False), ("WORKLOAD_NO_READINESS_PROBE", "warning")),
+    (lambda d: d["workloads"][0].update(pdb=False), ("WORKLOAD_NO_PDB", "warning")),
+    (lambda d: d.update(warning_events=[{"message": "x"}]), ("WARNING_EVENTS", "info")),
+])
+def test_each_unhealthy_case_has_its_finding(mutate, expected):
+    data = healthy()
+    mutate(data)
+    assert codes(data) == [expected]
+
+
+def test_abandoned_campaign_next_to_a_synced_status_is_not_a_rollout():
+    data = healthy()
+    data["pools"][0]["components"]["hypervisor"]["in_progress"] = "stale"
+    assert codes(data) == []
+
+
+def test_custom_rules():
+    rules = [{"code": "SMALL_POOL", "severity": "warning", "expression": "pools[?ready_nodes < `8`]",
+              "description": "small"}]
+    findings.validate_rules(rules)
+    assert findings.custom_findings(healthy(), rules) == [
+        {"code": "SMALL_POOL", "severity": "warning", "object": "tf-shared", "message": "small"}]
+    with pytest.raises(InvalidInput, match="not a JMESPath expression"):
+        findings.validate_rules([{"code": "X", "severity": "info", "expression": "pools[?"}])
+
+
+def test_selector_matching():
+    labels = {"app": "llm", "tier": "gpu"}
+    assert selector_matches({"matchLabels": {"app": "llm"}}, labels)
+    assert not selector_matches({"matchLabels": {"app": "web"}}, labels)
+    assert selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}, labels)
+    assert not selector_matches({}, labels), "an empty PDB selector selects nothing in policy/v1beta1"
+
+
+def test_slim_pool_reads_omitted_fields_as_defaults():
+    pool = slim_pool({"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Running"}})
+    assert pool["components"]["hypervisor"] == {"hash": "", "progress": 0, "synced": False,
+                                                "in_progress": "", "auto_update": False}
