@@ -21,8 +21,9 @@ try:
     from kubernetes.client.rest import ApiException
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+    from urllib3.exceptions import HTTPError as Urllib3Error
 except ImportError:  # require_kubernetes() reports it
-    ApiException = DynamicApiError = ResourceNotFoundError = None
+    ApiException = DynamicApiError = ResourceNotFoundError = Urllib3Error = None
 
 
 def _status_message(exc):
@@ -60,10 +61,7 @@ class Kube:
     @property
     def dynamic(self):
         if self._dynamic is None:
-            try:
-                self._dynamic = DynamicClient(self.api_client)
-            except (ApiException, DynamicApiError) as exc:
-                raise api_error(exc, "discover", "APIs")
+            self._dynamic = self.call("discover", "APIs", DynamicClient, self.api_client)
         return self._dynamic
 
     def resource(self, kind, api_version=None, group=None):
@@ -86,11 +84,15 @@ class Kube:
             raise api_error(exc, "discover", kind)
 
     def call(self, verb, resource_desc, fn, *args, **kwargs):
-        """Run one API call, translating its failure."""
+        """Run one API call, translating its failure (connection failures included)."""
         try:
             return fn(*args, **kwargs)
         except (ApiException, DynamicApiError) as exc:
             raise api_error(exc, verb, resource_desc)
+        except (Urllib3Error, OSError) as exc:
+            raise ApiError("cannot reach the API server %s to %s %s: %s" % (
+                self.server, verb, resource_desc, exc), verb=verb, resource=resource_desc,
+                api_server=self.server)
 
     def close(self):
         self.api_client.close()

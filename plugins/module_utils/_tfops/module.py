@@ -24,10 +24,20 @@ def argument_spec(**module_options):
     return spec
 
 
+class TfopsAnsibleModule(AnsibleModule):
+    """AnsibleModule that hides a dict kubeconfig's credentials before anything is logged:
+    AnsibleModule.__init__ writes the invocation to syslog before it returns."""
+
+    def _log_invocation(self):
+        for value in kubeconfig_secrets(self.params.get("kubeconfig")):
+            self.no_log_values.add(value)
+        super()._log_invocation()
+
+
 def new_module(module_options, **kwargs):
-    module = AnsibleModule(argument_spec=argument_spec(**module_options), **kwargs)
+    module = TfopsAnsibleModule(argument_spec=argument_spec(**module_options), **kwargs)
     for value in kubeconfig_secrets(module.params.get("kubeconfig")):
-        module.no_log_values.add(value)
+        module.no_log_values.add(value)  # also when invocation logging is switched off
     return module
 
 
