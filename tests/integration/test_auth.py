@@ -115,3 +115,17 @@ def test_impersonation(lab):
     assert run.rc != 0
     assert "forbidden" in run.task_results(TASK)["msg"]
     assert "nobody-in-particular" in run.task_results(TASK)["msg"]
+
+
+def test_unreachable_api_server_is_a_clear_error(lab):
+    import socket
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = run_playbook("auth_probe.yml", {"probe_host": f"https://127.0.0.1:{port}",
+                                          "probe_api_key": lab["token"],
+                                          "probe_ca_cert": f"{lab['state_dir']}/pki/ca.crt"})
+    assert run.rc != 0
+    result = run.task_results(TASK)
+    assert result["msg"].startswith(f"cannot reach the API server https://127.0.0.1:{port}")
+    assert lab["token"] not in run.stdout + run.stderr
