@@ -153,7 +153,8 @@ class Controllers:
             if pool is None:
                 body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {
                     "name": pname, "labels": {**labels(tfc), L_OWNER: name},
-                    "annotations": {A_DEFAULT_POOL: is_default},
+                    "annotations": {A_DEFAULT_POOL: is_default,
+                                    **self._revisions_for(template, {})},
                     "ownerReferences": [owner_ref(tfc, "TensorFusionCluster")],
                     "finalizers": [FINALIZER]}, "spec": template}
                 self.api.create("pool", body)
@@ -410,7 +411,7 @@ class Controllers:
             return None if not nodes else 2.0
         if FINALIZER not in (meta(pool).get("finalizers") or []):
             self._add_finalizer("pool", pool)
-        self._ensure_revisions(pool)
+        pool = self._ensure_revisions(pool)
         live = [n for n in nodes if not deleting(n)]
         self._pool_capacity(pool, live)
         spec = pool.get("spec") or {}
@@ -446,19 +447,29 @@ class Controllers:
             return
         self.api.patch("pool", meta(pool)["name"], {"status": fields}, status=True)
 
-    def _ensure_revisions(self, pool):
-        """A pool that can use a vendor whose ProviderConfig has been processed carries its
-        revision (the ProviderConfig reconciler moves it on later changes)."""
-        vendor = ((pool.get("spec") or {}).get("nodeManagerConfig") or {}).get("defaultVendor",
-                                                                                 "NVIDIA")
-        revs = json.loads(annotations(pool).get(A_REVISIONS) or "{}")
+    def _revisions_for(self, spec, current):
+        """The revisions annotation for a pool spec: the recorded hash of every ProviderConfig of
+        the pool's vendor that ``current`` (a revision map) lacks; {} when nothing is missing."""
+        vendor = ((spec or {}).get("nodeManagerConfig") or {}).get("defaultVendor", "NVIDIA")
+        revs = dict(current)
         for pc in self.store.values("pc"):
             h = annotations(pc).get(A_PC_HASH)
             v = (pc.get("spec") or {}).get("vendor", "")
             if h and v.lower() == vendor.lower() and v not in revs:
                 revs[v] = h
-                self.api.patch("pool", meta(pool)["name"], {"metadata": {"annotations": {
-                    A_REVISIONS: json.dumps(revs, sort_keys=True, separators=(",", ":"))}}})
+        if revs == current:
+            return {}
+        return {A_REVISIONS: json.dumps(revs, sort_keys=True, separators=(",", ":"))}
+
+    def _ensure_revisions(self, pool):
+        """A pool that can use a vendor whose ProviderConfig has been processed carries its
+        revision (the ProviderConfig reconciler moves it on later changes)."""
+        missing = self._revisions_for(pool.get("spec"),
+                                      json.loads(annotations(pool).get(A_REVISIONS) or "{}"))
+        if missing:
+            return self.api.patch("pool", meta(pool)["name"],
+                                  {"metadata": {"annotations": missing}}) or pool
+        return pool
 
     def pool_hash(self, pool, component):
         spec = pool.get("spec") or {}

@@ -112,7 +112,15 @@ class TF:
     def wait_pool(self, pred, timeout=60.0, name=POOL, record=None):
         """Watch the pool until ``pred(pool)``; ``record`` (a list) gets every state seen."""
         deadline = time.monotonic() + timeout
-        obj = self.pool(name)
+
+        def exists():
+            try:
+                return self.pool(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                return None
+        obj = self.until(exists, timeout, what=f"pool {name}")
         while True:
             if record is not None:
                 record.append(obj)
