@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The bodies of helm_release, helm_snapshot and helm_snapshot_info: connect, run, register every
+secret-looking string with the module so that Ansible masks it anywhere in the output."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
+    build_configuration,
+    resolve_auth,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import (
+    ReleaseTask,
+    validate,
+)
+
+FIELD_MANAGER = "tensorfusion.ops"
+
+
+def _on_secret(module):
+    def register(values):
+        for value in values or []:
+            if value and len(str(value)) >= 3:
+                module.no_log_values.add(str(value))
+    return register
+
+
+def open_helm(module):
+    """(Helm, api server URL) for the module's auth options and binary_path."""
+    auth = resolve_auth(module.params)
+    cfg = build_configuration(auth)
+    kubeconfig = helmcli.kubeconfig_from_configuration(cfg, auth.get("impersonate_user"),
+                                                       auth.get("impersonate_groups"))
+    register = _on_secret(module)
+    register([u.get(k) for u in [kubeconfig["users"][0]["user"]]
+              for k in ("token", "client-key-data", "password")])
+    return helmcli.Helm(helmcli.find_binary(module.params.get("binary_path")),
+                        kubeconfig=kubeconfig), cfg.host.rstrip("/")
+
+
+def _connect(module):
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.module import connect
+    return connect(module)
+
+
+def apply_crds(kube, helm, params, check_mode):
+    """Server-side apply of the chart's CRDs (helm show crds); returns the CRD names applied."""
+    args = ["show", "crds", params["chart_ref"]]
+    if params.get("chart_repo_url"):
+        args += ["--repo", params["chart_repo_url"]]
+    if params.get("chart_version"):
+        args += ["--version", params["chart_version"]]
+    docs = [d for d in redact.parse_manifest(helm.run(args, kube=False))
+            if d.get("kind") == "CustomResourceDefinition"]
+    api = kube.resource("CustomResourceDefinition", group="apiextensions.k8s.io")
+    applied = []
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        kwargs = {"field_manager": FIELD_MANAGER, "force_conflicts": True}
+        if check_mode:
+            kwargs["dry_run"] = "All"
+        kube.call("apply", "customresourcedefinitions/%s" % name, kube.dynamic.server_side_apply,
+                  api, body=doc, name=name, **kwargs)
+        applied.append(name)
+    return applied
+
+
+def _snapshot_expectation(meta):
+    def expect(target):
+        problems = []
+        if hashlib.sha256((target["manifest"] or "").encode("utf-8")).hexdigest() != meta.get("manifest_sha256"):
+            problems.append("manifest")
+        if hashlib.sha256(snapshots.dumps(target["values"]).encode("utf-8")).hexdigest() != meta.get("values_sha256"):
+            problems.append("values")
+        if problems:
+            raise snapshots.UnusableBundle(
+                "revision %s of release %s no longer holds the %s the snapshot recorded (the history "
+                "was rewritten); refusing to roll back to it" % (
+                    meta["revision"], meta["release"], " and ".join(problems)))
+    return expect
+
+
+def load_snapshot(kube, path, name, namespace):
+    """(meta, description, saved clusters) of a bundle that verifies against this cluster."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
+        cluster_identity,
+    )
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isdir(path):
+        raise InvalidInput("snapshot %s is not a folder" % path)
+    uid = cluster_identity(kube)[0]
+    meta, problems = snapshots.verify_bundle(path, cluster_uid=uid)
+    description = snapshots.describe(path, meta, problems)
+    if problems:
+        raise snapshots.UnusableBundle("snapshot %s is unusable, nothing restored: %s" % (
+            path, "; ".join(problems)), snapshot=description)
+    if (meta["release"], meta["namespace"]) != (name, namespace):
+        raise InvalidInput("snapshot %s is of release %s in namespace %s, not %s in %s" % (
+            path, meta["release"], meta["namespace"], name, namespace))
+    return meta, description, snapshots.read_json(path, "tensorfusionclusters.json")
+
+
+def run_release(module, deadline):
+    params = dict(module.params)
+    validate(params)
+    if deadline.expired():
+        raise InvalidInput("the %s has already passed" % deadline.reason)
+    helm, server = open_helm(module)
+    with helm:
+        kube = _connect(module)
+        try:
+            task = ReleaseTask(helm, params, module.check_mode, module._diff, deadline,
+                               _on_secret(module), kube)
+            if params["state"] == "present":
+                if params["apply_crds"]:
+                    task.result["crds_applied"] = apply_crds(kube, helm, params, module.check_mode)
+                result = task.present()
+            elif params.get("revision") is not None:
+                result = task.rolled_back(params["revision"])
+            else:
+                result = _rollback_to_snapshot(kube, module, task, params, deadline)
+        finally:
+            kube.close()
+    for warning in task.warnings:
+        module.warn(warning)
+    result["api_server"] = server
+    return result
+
+
+def _rollback_to_snapshot(kube, module, task, params, deadline):
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import (
+        ComponentConfigRestore,
+    )
+    meta, description, clusters = load_snapshot(kube, params["snapshot"], params["name"],
+                                                 params["namespace"])
+    restore = None
+    if params["restore_component_config"]:
+        restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
+                                         deadline, params["stall_timeout"])
+        restore.prepare()
+    result = task.rolled_back(meta["revision"], _snapshot_expectation(meta))
+    result["snapshot"] = description
+    result["component_config"] = []
+    if restore is not None:
+        items = restore.finish()
+        task.warnings.extend(restore.warnings)
+        result["component_config"] = [dict((k, v) for k, v in i.items() if k != "diff")
+                                      for i in items]
+        if items:
+            result["changed"] = True
+            if "diff" in result:
+                result["diff"].extend(i["diff"] for i in items)
+    return result
+
+
+# ---- helm_snapshot ------------------------------------------------------------------------------
+def run_snapshot(module):
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import capture
+    params = module.params
+    dest = os.path.abspath(os.path.expanduser(params["dest"]))
+    if params["state"] == "absent":
+        return _remove(module, dest)
+    helm, server = open_helm(module)
+    kube = _connect(module)
+    try:
+        with helm:
+            name, meta, files = capture(kube, helm, params, _on_secret(module))
+        uid = meta["cluster_uid"]
+        result = {"changed": True, "api_server": server, "meta": meta,
+                  "files": sorted(list(files) + [snapshots.INDEX])}
+        existing = _described(dest)
+        ours = snapshots.select(existing, params["name"], params["namespace"], uid)
+        if module.check_mode:
+            result["bundle"] = os.path.join(dest, name)
+            result["pruned"] = [i["path"] for i in snapshots.to_prune(
+                [{"path": result["bundle"]}] + ours, params.get("keep"))]
+            return result
+        result["bundle"] = snapshots.write_bundle(dest, name, files)
+        ours = snapshots.select(_described(dest), params["name"], params["namespace"], uid)
+        pruned = snapshots.to_prune(ours, params.get("keep"))
+        for item in pruned:
+            snapshots.remove_bundle(item["path"])
+        result["pruned"] = [i["path"] for i in pruned]
+        return result
+    finally:
+        kube.close()
+
+
+def _described(dest):
+    items = []
+    for path in snapshots.list_bundles(dest):
+        meta, problems = snapshots.verify_bundle(path)
+        items.append(snapshots.describe(path, meta, problems))
+    return items
+
+
+def _remove(module, dest):
+    params = module.params
+    targets = []
+    if params.get("bundle"):
+        path = params["bundle"] if os.path.isabs(params["bundle"]) else os.path.join(dest, params["bundle"])
+        if os.path.isdir(path):
+            targets.append(path)
+    else:
+        targets = [i["path"] for i in snapshots.select(_described(dest), params["name"],
+                                                         params["namespace"])]
+    for path in targets:
+        if not os.path.isfile(os.path.join(path, snapshots.INDEX)):
+            raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % path)
+        if not module.check_mode:
+            snapshots.remove_bundle(path)
+    return {"changed": bool(targets), "removed": targets}
+
+
+# ---- helm_snapshot_info -------------------------------------------------------------------------
+def run_snapshot_info(module):
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
+        cluster_identity,
+    )
+    params = module.params
+    dest = os.path.abspath(os.path.expanduser(params["dest"]))
+    uid, server = params.get("cluster_uid"), None
+    if params["verify_cluster"] and not uid:
+        kube = _connect(module)
+        try:
+            uid, server = cluster_identity(kube)[0], kube.server
+        finally:
+            kube.close()
+    items = []
+    for path in snapshots.list_bundles(dest):
+        meta, problems = snapshots.verify_bundle(path, cluster_uid=uid)
+        items.append(snapshots.describe(path, meta, problems))
+    chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
+                              uid if params["only_this_cluster"] else None)
+    return {"changed": False, "bundles": chosen, "cluster_uid": uid, "api_server": server,
+            "usable": [i["path"] for i in chosen if i["usable"]]}

@@ -1,0 +1,387 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""helm_release: ``helm upgrade --install`` and ``helm rollback`` (to a revision or to a snapshot
+bundle), idempotent by comparing chart version, user values and rendered manifest with what is
+deployed, check mode through a server-side dry run, recovery of releases stuck pending-*."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+UPGRADE_STATES = ("deployed",)
+
+
+# ---- pure decisions -----------------------------------------------------------------------------
+def validate(params):
+    modes = [m for m in ("reuse_values", "reset_then_reuse_values") if params.get(m)]
+    if len(modes) > 1:
+        raise InvalidInput("reuse_values and reset_then_reuse_values are mutually exclusive")
+    if params["state"] == "rolled_back":
+        if (params.get("revision") is None) == (params.get("snapshot") is None):
+            raise InvalidInput("state=rolled_back needs exactly one of revision and snapshot")
+        if params.get("revision") is not None and params["revision"] < 1:
+            raise InvalidInput("revision must be 1 or more")
+    for item in params.get("set_values") or []:
+        if "=" not in (item.get("value") or ""):
+            raise InvalidInput("set_values: %r is not key=value (use key= for an empty string)"
+                               % item.get("value"))
+
+
+def upgrade_args(params, version, values_file=None):
+    """The ``helm upgrade --install`` arguments for a task (without --dry-run/--output)."""
+    args = ["upgrade", "--install", params["name"], params["chart_ref"],
+            "--namespace", params["namespace"]]
+    if params.get("chart_repo_url"):
+        args += ["--repo", params["chart_repo_url"]]
+    if params.get("chart_version"):
+        args += ["--version", params["chart_version"]]
+    if params.get("create_namespace"):
+        args.append("--create-namespace")
+    for path in params.get("values_files") or []:
+        args += ["-f", path if "://" in path else os.path.expanduser(path)]
+    if values_file:
+        args += ["-f", values_file]
+    for item in params.get("set_values") or []:
+        args += [helmcli.SET_FLAGS[item.get("value_type") or "raw"], item["value"]]
+    if params.get("reuse_values"):
+        args.append("--reuse-values")
+    elif params.get("reset_then_reuse_values"):
+        if version[0] == 3 and version[1] < 14:
+            raise InvalidInput("reset_then_reuse_values needs helm >= 3.14; this helm is %s"
+                               % helmcli.version_text(version))
+        args.append("--reset-then-reuse-values")
+    elif params.get("reset_values", True):
+        args.append("--reset-values")
+    if params.get("skip_crds"):
+        args.append("--skip-crds")
+    return args
+
+
+def write_args(params, version, seconds):
+    """Flags of a real run: wait, timeout, atomic mapped to the helm major."""
+    args = ["--timeout", helmcli.seconds_flag(seconds)]
+    if params.get("wait"):
+        args.append("--wait")
+    if params.get("atomic"):
+        args.append(helmcli.atomic_flag(version))
+    return args
+
+
+def _objects_by_key(manifest):
+    objects = {}
+    for doc in redact.parse_manifest(manifest):
+        meta = doc.get("metadata") or {}
+        objects[(doc.get("apiVersion"), doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
+    return objects
+
+
+KEEP = "helm.sh/resource-policy"
+
+
+def _kept(doc):
+    return ((doc.get("metadata") or {}).get("annotations") or {}).get(KEEP) == "keep"
+
+
+def kept_one_sided(before, after):
+    """Keys of objects annotated resource-policy keep that only one manifest holds (a chart that
+    renders such an object only while it is absent, through lookup)."""
+    b, a = _objects_by_key(before or ""), _objects_by_key(after or "")
+    return [k for k in set(b) ^ set(a) if _kept(b.get(k) or a.get(k))]
+
+
+def same_manifest(before, after, exists=None):
+    """Rendered manifests equal as objects (document order and formatting aside). A kept object
+    that only one side renders does not count when ``exists(key)`` says it is in the cluster."""
+    b, a = _objects_by_key(before or ""), _objects_by_key(after or "")
+    if exists is not None:
+        for key in kept_one_sided(before, after):
+            if exists(key):
+                b.pop(key, None)
+                a.pop(key, None)
+    return b == a
+
+
+def rollback_blockers(current_manifest, target_manifest, exists):
+    """Objects that ``helm rollback`` refuses ("no <kind> with the name ... found"): in the target
+    revision, not in the current one, yet present in the cluster."""
+    cur, tgt = _objects_by_key(current_manifest or ""), _objects_by_key(target_manifest or "")
+    return sorted((k for k in set(tgt) - set(cur) if exists(k)), key=str)
+
+
+def changes(deployed, desired, exists=None):
+    """What differs between a deployed revision and a desired one: a list of reasons."""
+    reasons = []
+    if deployed is None:
+        return ["the release does not exist"]
+    if deployed.get("status") not in UPGRADE_STATES:
+        reasons.append("its last revision is %s" % deployed.get("status"))
+    if deployed.get("chart") != desired.get("chart") or \
+            deployed.get("chart_version") != desired.get("chart_version"):
+        reasons.append("chart %s-%s -> %s-%s" % (deployed.get("chart"), deployed.get("chart_version"),
+                                                 desired.get("chart"), desired.get("chart_version")))
+    if (deployed.get("values") or {}) != (desired.get("values") or {}):
+        reasons.append("values differ")
+    if not same_manifest(deployed.get("manifest"), desired.get("manifest"), exists):
+        reasons.append("rendered manifest differs")
+    return reasons
+
+
+def release_view(info):
+    """Values and manifest of a revision as they may be shown: secrets hashed."""
+    if info is None:
+        return {"values": {}, "manifest": ""}
+    return {"values": redact.redact_values(info.get("values") or {}),
+            "manifest": redact.mask_manifest(info.get("manifest") or "")}
+
+
+def diff_of(before, after, what):
+    b, a = release_view(before), release_view(after)
+    return [{"before_header": "%s values" % what, "after_header": "%s values" % what,
+             "before": json.dumps(b["values"], indent=2, sort_keys=True) + "\n",
+             "after": json.dumps(a["values"], indent=2, sort_keys=True) + "\n"},
+            {"before_header": "%s manifest" % what, "after_header": "%s manifest" % what,
+             "before": b["manifest"], "after": a["manifest"]}]
+
+
+def from_dry_run(out):
+    """The release a dry run (or a real run) with ``-o json`` prints, as a revision info."""
+    try:
+        rel = json.loads(out)
+    except ValueError:
+        raise helmcli.HelmError("helm printed no JSON release: %s" % (out or "")[:300])
+    meta = ((rel.get("chart") or {}).get("metadata") or {})
+    return {"revision": rel.get("version"), "status": (rel.get("info") or {}).get("status"),
+            "chart": meta.get("name"), "chart_version": meta.get("version"),
+            "app_version": meta.get("appVersion"), "values": rel.get("config") or {},
+            "manifest": rel.get("manifest") or ""}
+
+
+def secrets_in(info):
+    """Every secret-looking string a revision info holds (for no_log_values)."""
+    if not info:
+        return []
+    found = redact.secret_leaves(info.get("values") or {})
+    found += redact.secret_leaves(info.get("computed_values") or {})
+    found += redact.manifest_secret_values(info.get("manifest") or "")
+    return found
+
+
+def params_secrets(params):
+    """Secret-looking values in the task's own arguments."""
+    found = redact.secret_leaves(params.get("values") or {})
+    for item in params.get("set_values") or []:
+        key, _sep, value = item["value"].partition("=")
+        if value and redact.set_value_is_secret(key + "="):
+            found.append(value)
+    return [v for v in found if len(v) >= 3]
+
+
+def summary(info):
+    return {"revision": info.get("revision"), "status": info.get("status"), "chart": info.get("chart"),
+            "chart_version": info.get("chart_version"), "app_version": info.get("app_version")}
+
+
+# ---- the task -----------------------------------------------------------------------------------
+class ReleaseTask:
+    """One helm_release run. ``on_secret(values)`` registers strings that must never be shown."""
+
+    def __init__(self, helm, params, check_mode, diff_mode, deadline, on_secret, kube=None):
+        self.helm = helm
+        self.params = params
+        self.check_mode = check_mode
+        self.diff_mode = diff_mode
+        self.deadline = deadline
+        self.on_secret = on_secret
+        self.kube = kube
+        self._exists_cache = {}
+        self.warnings = []
+        self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],
+                       "helm_version": helmcli.version_text(helm.version), "command": None,
+                       "recovered": None}
+
+    def exists(self, key):
+        """Whether the object (apiVersion, kind, namespace, name) of a manifest is in the cluster."""
+        if self.kube is None:
+            return False
+        if key not in self._exists_cache:
+            api_version, kind, namespace, name = key
+            from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
+            try:
+                resource = self.kube.resource(kind, api_version=api_version)
+                kwargs = {"name": name}
+                if resource.namespaced:
+                    kwargs["namespace"] = namespace or self.params["namespace"]
+                self.kube.call("get", "%s/%s" % (resource.name, name), resource.get, **kwargs)
+                self._exists_cache[key] = True
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                self._exists_cache[key] = False
+        return self._exists_cache[key]
+
+    def _seconds(self):
+        remaining = self.deadline.remaining()
+        if remaining <= 0:
+            raise helmcli.HelmError("no time left (%s) for helm" % self.deadline.reason)
+        return remaining
+
+    def _write(self, args):
+        """A real helm run bounded by the deadline; its masked command goes into the result."""
+        seconds = self._seconds()
+        full = args + write_args(self.params, self.helm.version, seconds)
+        self.result["command"] = self.helm.shown(full)
+        return self.helm.run(full, timeout=int(seconds) + 60)
+
+    def _current(self):
+        history = self.helm.history(self.params["name"], self.params["namespace"])
+        if not history:
+            return None, history
+        info, history = self.helm.release(self.params["name"], self.params["namespace"])
+        self.on_secret(secrets_in(info))
+        return info, history
+
+    def _handle_pending(self, history):
+        """Fail on a pending-* release, or roll it back to its last deployed revision."""
+        pending = helmcli.pending_state(history)
+        if not pending:
+            return False
+        status, revision = pending
+        target = helmcli.last_deployed_revision(history)
+        where = "release %s in namespace %s" % (self.params["name"], self.params["namespace"])
+        if self.params["recover_pending"] != "rollback":
+            raise helmcli.PendingRelease(
+                "%s is stuck %s at revision %s: another helm operation is in progress or was "
+                "interrupted. Make sure none is running, then set recover_pending=rollback to go "
+                "back to the last deployed revision (%s) first%s." % (
+                    where, status, revision, target if target else "none",
+                    "" if target else "; with no deployed revision, only helm uninstall can clear it"),
+                status=status, revision=revision, last_deployed_revision=target)
+        if target is None:
+            raise helmcli.PendingRelease(
+                "%s is stuck %s at revision %s and has no earlier deployed revision to roll back "
+                "to; helm uninstall %s -n %s clears it" % (where, status, revision,
+                                                           self.params["name"], self.params["namespace"]),
+                status=status, revision=revision)
+        self.result["recovered"] = {"from_status": status, "from_revision": revision,
+                                    "to_revision": target}
+        if self.check_mode:
+            return True
+        self._write(["rollback", self.params["name"], str(target), "--namespace",
+                     self.params["namespace"]])
+        self.result["changed"] = True
+        return True
+
+    def present(self):
+        params = self.params
+        self.on_secret(params_secrets(params))
+        current, history = self._current()
+        self.result["revision_before"] = current["revision"] if current else None
+        recovered = self._handle_pending(history)
+        if recovered and self.check_mode:
+            self.warnings.append("check mode: the release is pending; after the recovery rollback "
+                                 "the upgrade would be evaluated again")
+            self.result.update(changed=True, status=current["status"], revision_after=None)
+            return self.result
+        if recovered:
+            current, history = self._current()
+        helmcli.require_server_dry_run(self.helm.version)
+        values_file = self.helm.write_file("values.json", helmcli.values_yaml(params.get("values"))) \
+            if params.get("values") else None
+        args = upgrade_args(params, self.helm.version, values_file)
+        desired = from_dry_run(self.helm.run(args + ["--dry-run=server", "-o", "json", "--timeout",
+                                                     helmcli.seconds_flag(self._seconds())],
+                                             timeout=int(self._seconds()) + 60))
+        self.on_secret(secrets_in(desired))
+        reasons = changes(current, desired, self.exists)
+        self.result.update(changed=self.result["changed"] or bool(reasons), reasons=reasons,
+                           chart=desired["chart"], chart_version=desired["chart_version"],
+                           app_version=desired["app_version"])
+        if self.check_mode or self.diff_mode:
+            self.result["diff"] = diff_of(current, desired, "release %s" % params["name"])
+        if self.check_mode:
+            self.result["command"] = self.helm.shown(args + write_args(params, self.helm.version,
+                                                                       self.deadline.remaining()))
+            self.result.update(status=current["status"] if current else None,
+                               revision_after=self.result["revision_before"])
+            return self.result
+        if not reasons:
+            self.result.update(status=current["status"], revision_after=current["revision"])
+            return self.result
+        applied = from_dry_run(self._write(args + ["-o", "json"]))
+        self.on_secret(secrets_in(applied))
+        after, _history = self._current()
+        self.result.update(status=after["status"], revision_after=after["revision"],
+                           chart=after["chart"], chart_version=after["chart_version"],
+                           app_version=after["app_version"])
+        return self.result
+
+    def rolled_back(self, revision, expect=None):
+        """Roll back to ``revision``; ``expect`` (from a bundle) is what that revision must hold."""
+        params = self.params
+        current, history = self._current()
+        if current is None:
+            raise helmcli.ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
+                                          "roll back" % (params["name"], params["namespace"]))
+        self.result["revision_before"] = current["revision"]
+        target, _history = self.helm.release(params["name"], params["namespace"], revision)
+        self.on_secret(secrets_in(target))
+        if expect is not None:
+            expect(target)
+        reasons = changes(current, target, self.exists)
+        self.result.update(changed=bool(reasons), reasons=reasons, target_revision=revision,
+                           chart=target["chart"], chart_version=target["chart_version"],
+                           app_version=target["app_version"])
+        if self.check_mode or self.diff_mode:
+            self.result["diff"] = diff_of(current, target, "release %s" % params["name"])
+        rollback = ["rollback", params["name"], str(revision), "--namespace", params["namespace"]]
+        if self.check_mode or not reasons:
+            if reasons:
+                self.result["command"] = self.helm.shown(rollback + write_args(
+                    dict(params, atomic=False), self.helm.version, self.deadline.remaining()))
+            self.result.update(status=current["status"], revision_after=current["revision"])
+            return self.result
+        blockers = rollback_blockers(current["manifest"], target["manifest"], self.exists)
+        if blockers:
+            self._rerender(revision, target, blockers)
+        else:
+            self.result["method"] = "rollback"
+            seconds = self._seconds()
+            full = rollback + write_args(dict(params, atomic=False), self.helm.version, seconds)
+            self.result["command"] = self.helm.shown(full)
+            self.helm.run(full, timeout=int(seconds) + 60)
+        after, _history = self._current()
+        self.result.update(status=after["status"], revision_after=after["revision"])
+        return self.result
+
+    def _rerender(self, revision, target, blockers):
+        """helm rollback fails on an object that the target revision rendered and the current one
+        did not (the chart renders it only while absent, through lookup, and keeps it): its
+        three-way merge has no original for it. Re-render the target revision's stored chart with
+        its values instead, against the cluster as it is - what the rollback means."""
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import (
+            stored_release,
+            write_stored_chart,
+        )
+        params = self.params
+        stored = stored_release(self.kube, params["name"], params["namespace"], revision)
+        chart_dir = write_stored_chart(os.path.join(self.helm.temp_dir, "chart-r%s" % revision), stored)
+        values_file = self.helm.write_file("rollback-values.json",
+                                           helmcli.values_yaml(stored.get("config") or {}))
+        self.result["method"] = "upgrade-to-stored-chart"
+        self.warnings.append(
+            "helm rollback to revision %s would fail on %s (rendered by that revision, not by the "
+            "current one, and present in the cluster); upgraded to revision %s's stored chart and "
+            "values instead" % (revision, ", ".join("%s %s" % (k[1], k[3]) for k in blockers), revision))
+        seconds = self._seconds()
+        args = ["upgrade", params["name"], chart_dir, "--namespace", params["namespace"],
+                "--reset-values", "-f", values_file, "--description",
+                "Rollback to %s (re-rendered by tensorfusion.ops)" % revision]
+        full = args + write_args(dict(params, atomic=False), self.helm.version, seconds)
+        self.result["command"] = self.helm.shown(full)
+        self.helm.run(full, timeout=int(seconds) + 60)

@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Snapshot bundles of a Helm release and its TensorFusion state: what goes in (pure: cleaning,
+redaction, the Secret references), how a bundle is written (0700 folder, 0600 files, a temporary
+folder renamed at the end, an index with the sha256 of every file), verified, listed and pruned."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.redact import (
+    mask_object,
+    value_hash,
+)
+
+FORMAT = 1
+INDEX = "index.json"
+META = "meta.json"
+TEMP_PREFIX = ".tmp-"
+_SERVER_SET_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
+                        "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
+                        "ownerReferences")
+
+
+class UnusableBundle(InvalidInput):
+    """A bundle that fails verification (tampered, incomplete, another cluster)."""
+
+
+# ---- pure: what goes into a bundle --------------------------------------------------------------
+def clean_object(obj):
+    """An object without status and server-set metadata (what a restore can write back)."""
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in _SERVER_SET_METADATA:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if not annotations:
+        meta.pop("annotations", None)
+    return out
+
+
+def pool_record(pool):
+    """A GPUPool's spec and componentStatus."""
+    return {"name": pool["metadata"]["name"], "spec": pool.get("spec") or {},
+            "componentStatus": (pool.get("status") or {}).get("componentStatus") or {}}
+
+
+def secret_references(objects, default_namespace):
+    """Sorted unique (namespace, name) of every Secret that objects define or reference."""
+    found = set()
+
+    def walk(node, namespace):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "secretName" and isinstance(value, str) and value:
+                    found.add((namespace, value))
+                elif key in ("secretKeyRef", "secretRef") and isinstance(value, dict) \
+                        and value.get("name"):
+                    found.add((value.get("namespace") or namespace, value["name"]))
+                elif key == "imagePullSecrets" and isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, dict) and item.get("name"):
+                            found.add((namespace, item["name"]))
+                walk(value, namespace)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, namespace)
+
+    for obj in objects:
+        namespace = (obj.get("metadata") or {}).get("namespace") or default_namespace
+        if obj.get("kind") == "Secret" and (obj.get("metadata") or {}).get("name"):
+            found.add((namespace, obj["metadata"]["name"]))
+        walk(obj, namespace)
+    return sorted(found)
+
+
+def secret_record(secret):
+    """Name, type, keys and a sha256 of each (decoded) value; never the value."""
+    data = secret.get("data") or {}
+    hashes = {}
+    for key, value in sorted(data.items()):
+        try:
+            raw = base64.b64decode(value or "")
+        except (ValueError, TypeError):
+            raw = (value or "").encode("utf-8")
+        hashes[key] = value_hash(raw)
+    meta = secret.get("metadata") or {}
+    return {"namespace": meta.get("namespace"), "name": meta.get("name"),
+            "type": secret.get("type"), "keys": sorted(data), "sha256": hashes}
+
+
+def mask_cluster(tfc, keep_secrets=False):
+    """A cleaned TensorFusionCluster with secret-looking env values hashed (unless kept)."""
+    cleaned = clean_object(tfc)
+    return cleaned if keep_secrets else mask_object(cleaned)
+
+
+def bundle_name(release, namespace, captured_at, revision):
+    stamp = re.sub(r"[^0-9TZ]", "", captured_at)
+    return "%s_%s_%s_rev%s" % (release, namespace, stamp, revision)
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(65536), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def dumps(value):
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+# ---- writing ------------------------------------------------------------------------------------
+def _write_private(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+def write_bundle(dest, name, files):
+    """Write {file name: text} as dest/name with an index; atomic by rename. Returns the path."""
+    if not os.path.isdir(dest):
+        os.makedirs(dest, mode=0o700)
+    final = os.path.join(dest, name)
+    if os.path.exists(final):
+        raise InvalidInput("bundle %s already exists" % final)
+    temp = tempfile.mkdtemp(prefix=TEMP_PREFIX + name + "-", dir=dest)
+    try:
+        os.chmod(temp, 0o700)
+        index = {}
+        for file_name, text in sorted(files.items()):
+            path = os.path.join(temp, file_name)
+            _write_private(path, text)
+            index[file_name] = file_sha256(path)
+        _write_private(os.path.join(temp, INDEX), dumps({"format": FORMAT, "files": index}))
+        os.rename(temp, final)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return final
+
+
+# ---- reading, verifying, listing, pruning -------------------------------------------------------
+def read_json(bundle, file_name):
+    with open(os.path.join(bundle, file_name)) as handle:
+        return json.load(handle)
+
+
+def verify_bundle(bundle, cluster_uid=None):
+    """(meta or None, problems): checksums of every indexed file, no unindexed file, the index
+    complete, and when ``cluster_uid`` is given, the bundle's cluster."""
+    problems = []
+    try:
+        index = read_json(bundle, INDEX)
+    except (OSError, ValueError) as exc:
+        return None, ["no readable %s (an incomplete or foreign folder): %s" % (INDEX, exc)]
+    files = index.get("files") or {}
+    if META not in files:
+        problems.append("%s is not in the index" % META)
+    for file_name, expected in sorted(files.items()):
+        path = os.path.join(bundle, file_name)
+        if os.path.basename(file_name) != file_name:
+            problems.append("index names a path outside the bundle: %s" % file_name)
+            continue
+        if not os.path.isfile(path):
+            problems.append("%s is missing" % file_name)
+        elif file_sha256(path) != expected:
+            problems.append("%s does not match its checksum (changed after capture)" % file_name)
+    extra = sorted(set(os.listdir(bundle)) - set(files) - {INDEX})
+    if extra:
+        problems.append("files not in the index: %s" % ", ".join(extra))
+    meta = None
+    if META in files and os.path.isfile(os.path.join(bundle, META)):
+        try:
+            meta = read_json(bundle, META)
+        except (OSError, ValueError) as exc:
+            problems.append("%s unreadable: %s" % (META, exc))
+    if meta is not None and cluster_uid and meta.get("cluster_uid") != cluster_uid:
+        problems.append("captured on another cluster (kube-system UID %s at %s; this cluster is %s)"
+                        % (meta.get("cluster_uid"), meta.get("api_server"), cluster_uid))
+    return meta, problems
+
+
+def list_bundles(dest):
+    """Paths of the complete-looking bundles in dest (temporary folders skipped), sorted."""
+    if not os.path.isdir(dest):
+        return []
+    return sorted(os.path.join(dest, n) for n in os.listdir(dest)
+                  if not n.startswith(TEMP_PREFIX) and os.path.isdir(os.path.join(dest, n))
+                  and os.path.isfile(os.path.join(dest, n, INDEX)))
+
+
+def describe(bundle, meta, problems):
+    meta = meta or {}
+    return {"path": bundle, "name": os.path.basename(bundle), "release": meta.get("release"),
+            "namespace": meta.get("namespace"), "revision": meta.get("revision"),
+            "status": meta.get("status"), "chart": meta.get("chart"),
+            "chart_version": meta.get("chart_version"), "app_version": meta.get("app_version"),
+            "captured_at": meta.get("captured_at"), "api_server": meta.get("api_server"),
+            "cluster_uid": meta.get("cluster_uid"), "usable": not problems, "problems": problems}
+
+
+def select(items, release=None, namespace=None, cluster_uid=None):
+    """Bundle descriptions of a release (and cluster), newest capture first."""
+    chosen = [i for i in items
+              if (release is None or i["release"] == release)
+              and (namespace is None or i["namespace"] == namespace)
+              and (cluster_uid is None or i["cluster_uid"] == cluster_uid)]
+    return sorted(chosen, key=lambda i: (i["captured_at"] or "", i["name"]), reverse=True)
+
+
+def to_prune(items, keep):
+    """Of one release's bundles (newest first), those beyond the newest ``keep``."""
+    if keep is None:
+        return []
+    if keep < 1:
+        raise InvalidInput("keep must be at least 1")
+    return items[keep:]
+
+
+def remove_bundle(path):
+    """Remove one bundle folder (refuses anything that does not look like a bundle)."""
+    if not os.path.isfile(os.path.join(path, INDEX)):
+        raise InvalidInput("%s does not look like a snapshot bundle (no %s); not removing it"
+                           % (path, INDEX))
+    shutil.rmtree(path)
+
+
+# ---- restoring secret-looking values that a bundle holds only as hashes -------------------------
+def unmask_like(saved, current, where="componentConfig"):
+    """``saved`` with every hashed secret value taken from ``current`` when its hash matches;
+    a hash that no current value matches cannot be restored and is refused."""
+    if isinstance(saved, dict):
+        out = {}
+        for key, value in saved.items():
+            out[key] = unmask_like(value, (current or {}).get(key) if isinstance(current, dict) else None,
+                                   "%s.%s" % (where, key))
+        return out
+    if isinstance(saved, list):
+        named = isinstance(current, list) and all(isinstance(c, dict) and "name" in c for c in current)
+        by_name = dict((c["name"], c) for c in current) if named else {}
+        result = []
+        for index, item in enumerate(saved):
+            if isinstance(item, dict) and "name" in item and by_name:
+                peer = by_name.get(item["name"])
+            else:
+                peer = current[index] if isinstance(current, list) and index < len(current) else None
+            result.append(unmask_like(item, peer, "%s[%s]" % (where, item.get("name", index)
+                                                               if isinstance(item, dict) else index)))
+        return result
+    if isinstance(saved, str) and re.match(r"^sha256:[0-9a-f]{64}$", saved):
+        if current is not None and value_hash(current) == saved:
+            return current
+        raise InvalidInput("%s was captured as a hash only (the bundle was taken without "
+                           "keep_secrets) and the cluster no longer holds that value; it cannot be "
+                           "restored from this bundle" % where)
+    return saved
+

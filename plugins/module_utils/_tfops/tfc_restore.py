@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Restoring the componentConfig of a snapshot's TensorFusionClusters: the write goes through
+gpupool's ClusterEditor (optimistic, keeps other fields) and the wait is gpupool_rollout's
+campaign-tracking, stale-status-guarded RolloutWait."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
+    ClusterEditor,
+    PoolObserver,
+    RolloutWait,
+    start_watch,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshots import unmask_like
+
+
+def plan_cluster(saved_tfc, current_tfc):
+    """[(pool entry name, current componentConfig, restored componentConfig, changed components)]
+    for the pools of a saved cluster that still exist and whose componentConfig differs."""
+    plans = []
+    current_entries = dict((e.get("name"), e) for e in (current_tfc.get("spec") or {}).get("gpuPools") or [])
+    for entry in (saved_tfc.get("spec") or {}).get("gpuPools") or []:
+        live = current_entries.get(entry.get("name"))
+        if live is None:
+            continue
+        live_template = live.get("specTemplate") or {}
+        current_cc = live_template.get("componentConfig") or {}
+        saved_cc = unmask_like((entry.get("specTemplate") or {}).get("componentConfig") or {},
+                               current_cc, "%s pool %s componentConfig" % (
+                                   saved_tfc["metadata"]["name"], entry.get("name")))
+        if saved_cc == current_cc:
+            continue
+        new_template = dict(copy.deepcopy(live_template), componentConfig=saved_cc)
+        plans.append((entry["name"], current_cc, saved_cc,
+                      rollout.hash_changed_components(live_template, new_template),
+                      rollout.gpupool_name(current_tfc, list(current_entries).index(entry["name"]))))
+    return plans
+
+
+def _set_component_config(pool_name, component_config):
+    def transform(tfc):
+        index = rollout.find_pool_index(tfc, pool_name)
+        tfc["spec"]["gpuPools"][index]["specTemplate"]["componentConfig"] = copy.deepcopy(component_config)
+        return tfc
+    return transform
+
+
+class ComponentConfigRestore:
+    """Restore the saved componentConfig of every pool that differs, around a helm rollback:
+    ``prepare()`` before it (what differs now, the watches and the campaign trackers, so that a
+    campaign the helm rollback itself starts is seen), ``finish()`` after it (write what still
+    differs, then the guarded wait)."""
+
+    def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600):
+        self.kube = kube
+        self.clusters = clusters
+        self.check_mode = check_mode
+        self.wait = wait
+        self.deadline = deadline
+        self.stall_timeout = stall_timeout
+        self.warnings = []
+        self.plans = []
+
+    def prepare(self):
+        for saved in self.clusters:
+            name = saved["metadata"]["name"]
+            try:
+                editor = ClusterEditor(self.kube, name)
+                current = editor.read()
+            except InvalidInput:
+                self.warnings.append("TensorFusionCluster %s of the snapshot no longer exists; "
+                                     "its componentConfig was not restored" % name)
+                continue
+            for pool, before, after, changed, gpupool in plan_cluster(saved, current):
+                plan = {"editor": editor, "pool": pool, "before": before, "after": after,
+                        "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
+                        "trackers": []}
+                if not self.check_mode and self.wait and changed:
+                    self._start_wait(plan, current)
+                self.plans.append(plan)
+        return self.plans
+
+    def _start_wait(self, plan, tfc):
+        observer = PoolObserver(self.kube, plan["gpupool"])
+        spec = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+        for comp in plan["changed"]:
+            if not rollout.auto_update(spec, comp):
+                self.warnings.append("%s: autoUpdate is false on pool %s; the restored %s "
+                                     "configuration is recorded but the operator will not roll it"
+                                     % (comp, plan["pool"], comp))
+            elif observer.consumers(comp) == 0:
+                self.warnings.append("%s: GPUPool %s has nothing for a %s campaign to update; not "
+                                     "waiting for it" % (comp, plan["gpupool"], comp))
+            else:
+                plan["waits"].append(comp)
+        if plan["waits"]:
+            plan["observer"] = observer
+            plan["watcher"] = start_watch(self.kube, plan["gpupool"])
+            before = plan["watcher"].objects.get((None, plan["gpupool"])) or {}
+            plan["trackers"] = [rollout.CampaignTracker(c, before, changed=True) for c in plan["waits"]]
+
+    def finish(self):
+        return [self._finish(plan) for plan in self.plans]
+
+    def _finish(self, plan):
+        editor, pool = plan["editor"], plan["pool"]
+        item = {"cluster": editor.name, "pool": pool, "gpupool": plan["gpupool"],
+                "changed_components": plan["changed"], "waited_for": plan["waits"], "written": False,
+                "diff": {"before_header": "%s pool %s componentConfig" % (editor.name, pool),
+                         "after_header": "%s pool %s componentConfig" % (editor.name, pool),
+                         "before": rollout.redact_for_diff(plan["before"]),
+                         "after": rollout.redact_for_diff(plan["after"])}}
+        if self.check_mode:
+            return item
+        tfc = editor.read()
+        live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, pool)]["specTemplate"]
+        if (live.get("componentConfig") or {}) != plan["after"]:
+            editor.update(_set_component_config(pool, plan["after"]))
+            item["written"] = True
+        if plan["waits"]:
+            waiter = RolloutWait(plan["observer"], plan["trackers"], self.stall_timeout)
+            try:
+                waiter.run(plan["watcher"], self.deadline)
+            except rollout.Superseded as exc:
+                # The helm rollback's own campaign replaced by ours (written just after): follow
+                # the newest campaign once; a second replacement is someone else's and fails.
+                pool_now = plan["observer"].read_pool()
+                trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
+                item["superseded"] = exc.details.get("superseded_by")
+                waiter = RolloutWait(plan["observer"], trackers, self.stall_timeout)
+                waiter.run(start_watch(self.kube, plan["gpupool"]), self.deadline)
+            item["timeline"] = waiter.timeline
+        return item

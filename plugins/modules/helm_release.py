@@ -1,0 +1,333 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: helm_release
+short_description: Upgrade or install TensorFusion's Helm release, or roll it back to a revision or a snapshot
+version_added: 0.1.0
+description:
+  - V(present) runs C(helm upgrade --install) with a chart reference, a chart repository URL
+    (C(--repo)), a chart version, values, values files or URLs (such as the mainland-China
+    C(values-cn.yaml)) and C(--set) values, with helm 3 or helm 4 (the version is detected and the
+    flags that differ are mapped, for example O(atomic) to C(--atomic) or C(--rollback-on-failure)).
+  - Idempotent - a server-side dry run (C(helm upgrade --dry-run=server)) renders the release
+    against the API server; when its chart version, user values and rendered manifest equal the
+    deployed revision, nothing runs and C(changed) is false.
+  - V(rolled_back) runs C(helm rollback) to O(revision), or to the revision recorded in a snapshot
+    bundle of M(tensorfusion.ops.helm_snapshot) (O(snapshot)); a bundle rollback also restores the
+    bundle's TensorFusionCluster C(componentConfig) and waits for the GPU pools with the same
+    stale-status-guarded wait as M(tensorfusion.ops.gpupool_rollout). A rollback to the
+    configuration already deployed is C(changed=false).
+  - A release whose last revision is C(pending-install), C(pending-upgrade) or C(pending-rollback)
+    fails with a clear message, or with O(recover_pending=rollback) is first rolled back to its last
+    deployed revision.
+  - Helm does not upgrade CRDs (the chart's C(crds/) folder); O(apply_crds) applies them with
+    server-side apply before the upgrade.
+  - Secret data and values whose keys look secret (passwords, tokens, keys, licences) are replaced
+    by their sha256 in every result and diff; the command shown masks them too. Helm runs with a
+    temporary 0600 kubeconfig made from the authentication options, removed afterwards.
+options:
+  name:
+    description: Release name.
+    type: str
+    default: tensor-fusion-sys
+    aliases: [release_name]
+  namespace:
+    description: Release namespace.
+    type: str
+    default: tensor-fusion-sys
+    aliases: [release_namespace]
+  state:
+    description:
+      - V(present) installs or upgrades; V(rolled_back) rolls back to O(revision) or O(snapshot).
+    type: str
+    choices: [present, rolled_back]
+    default: present
+  chart_ref:
+    description:
+      - Chart name (with O(chart_repo_url)), C(repo/name), a path or an C(oci://) reference.
+    type: str
+    default: tensor-fusion
+  chart_repo_url:
+    description: Chart repository URL, passed as C(--repo).
+    type: str
+  chart_version:
+    description: Chart version; the repository's newest when left out.
+    type: str
+  values:
+    description:
+      - Values as a dictionary, passed to helm in a temporary 0600 file.
+    type: dict
+  values_files:
+    description:
+      - Values files as paths or URLs, as C(-f) takes them, in order (later ones win).
+    type: list
+    elements: str
+    default: []
+  set_values:
+    description:
+      - C(--set) style values, applied after O(values_files) and O(values).
+      - C(key=) sets an empty string, for example C(agent.agentId=) for a local deployment without
+        ClusterAgent.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      value:
+        description: C(key=value).
+        type: str
+        required: true
+      value_type:
+        description:
+          - V(raw) is C(--set), V(string) C(--set-string), V(json) C(--set-json), V(file)
+            C(--set-file) and V(literal) C(--set-literal).
+        type: str
+        choices: [raw, string, json, file, literal]
+        default: raw
+  create_namespace:
+    description: Create the release namespace if it does not exist (C(--create-namespace)).
+    type: bool
+    default: true
+  reset_values:
+    description:
+      - Start from the chart's values and apply only this task's values (C(--reset-values)), so
+        that the task describes the whole configuration. Without it helm 3 silently reuses the last
+        release's values when no value is given.
+    type: bool
+    default: true
+  reuse_values:
+    description: Merge this task's values into the last release's (C(--reuse-values)).
+    type: bool
+    default: false
+  reset_then_reuse_values:
+    description: C(--reset-then-reuse-values) (helm 3.14 or later).
+    type: bool
+    default: false
+  atomic:
+    description:
+      - Roll back automatically when the upgrade fails - C(--atomic) with helm 3,
+        C(--rollback-on-failure) with helm 4.
+    type: bool
+    default: false
+  skip_crds:
+    description: Pass C(--skip-crds).
+    type: bool
+    default: false
+  apply_crds:
+    description:
+      - Before the upgrade, apply the chart's C(crds/) (C(helm show crds)) with server-side apply
+        and forced conflicts, as the product's upgrade guide does. Check mode applies them as a
+        server-side dry run.
+    type: bool
+    default: false
+  revision:
+    description: With V(rolled_back), the revision to go back to.
+    type: int
+  snapshot:
+    description:
+      - With V(rolled_back), the path of a bundle made by M(tensorfusion.ops.helm_snapshot). It must
+        verify (checksums, this cluster) and its revision must still be in the release history
+        unchanged.
+    type: path
+  recover_pending:
+    description:
+      - What to do when the release is stuck C(pending-*). V(fail) stops with the status and the
+        revisions; V(rollback) first rolls back to the last deployed revision (make sure no other
+        helm operation is running).
+    type: str
+    choices: [fail, rollback]
+    default: fail
+  restore_component_config:
+    description:
+      - With O(snapshot), also restore the bundle's TensorFusionCluster C(componentConfig) and wait
+        for the GPU pools to roll it out.
+    type: bool
+    default: true
+  stall_timeout:
+    description:
+      - With O(snapshot), fail when a GPU pool's rollout shows no progress for this many seconds.
+    type: int
+    default: 600
+  binary_path:
+    description: Path of the helm binary; C(helm) on E(PATH) when left out.
+    type: path
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+  - tensorfusion.ops.wait
+attributes:
+  check_mode:
+    support: full
+    description: Renders against the API server with a server-side dry run and returns the values and manifest diff; writes nothing.
+  diff_mode:
+    support: full
+    description: Returns the values and manifest before and after (and the restored componentConfig), with secrets hashed.
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Runs the helm CLI and talks to the Kubernetes API.
+requirements:
+  - helm 3.13 or later, or helm 4
+author:
+  - TensorFusion ops maintainers (@NexusGPU)
+"""
+
+EXAMPLES = r"""
+- name: Upgrade TensorFusion from the chart repository, mainland-China mirrors, local mode
+  tensorfusion.ops.helm_release:
+    chart_repo_url: https://download.tensor-fusion.ai
+    chart_version: 1.8.7
+    values_files:
+      - https://download.tensor-fusion.ai/values-cn.yaml
+    set_values:
+      - value: agent.agentId=
+    atomic: true
+    deadline: "{{ window.deadline }}"
+
+- name: Roll back to the restore point taken before the upgrade
+  tensorfusion.ops.helm_release:
+    state: rolled_back
+    snapshot: "{{ snapshot.bundle }}"
+
+- name: Roll back to revision 3, first clearing a release left pending-upgrade
+  tensorfusion.ops.helm_release:
+    state: rolled_back
+    revision: 3
+    recover_pending: rollback
+"""
+
+RETURN = r"""
+api_server:
+  description: The API server helm talked to.
+  returned: always
+  type: str
+  sample: https://k8s.example.com:6443
+name:
+  description: Release name.
+  returned: always
+  type: str
+  sample: tensor-fusion-sys
+namespace:
+  description: Release namespace.
+  returned: always
+  type: str
+  sample: tensor-fusion-sys
+status:
+  description: Status of the release's last revision after the task (before it in check mode).
+  returned: always
+  type: str
+  sample: deployed
+revision_before:
+  description: The release's last revision before the task; null when it did not exist.
+  returned: always
+  type: int
+  sample: 4
+revision_after:
+  description: The release's last revision after the task.
+  returned: always
+  type: int
+  sample: 5
+target_revision:
+  description: The revision rolled back to.
+  returned: when state is rolled_back
+  type: int
+  sample: 3
+chart:
+  description: Chart name of the desired (or rolled back to) revision.
+  returned: always
+  type: str
+  sample: tensor-fusion
+chart_version:
+  description: Chart version of the desired revision.
+  returned: always
+  type: str
+  sample: 1.8.7
+app_version:
+  description: App version of the desired revision.
+  returned: always
+  type: str
+  sample: 2.17.0
+helm_version:
+  description: Version of the helm binary used.
+  returned: always
+  type: str
+  sample: 3.17.2
+command:
+  description: The helm command that changed (or in check mode would change) the release, with secrets masked; null when nothing ran.
+  returned: always
+  type: str
+  sample: helm upgrade --install tensor-fusion-sys tensor-fusion --namespace tensor-fusion-sys --repo https://download.tensor-fusion.ai --version 1.8.7 --reset-values --timeout 600s --kubeconfig <tmp>/kubeconfig
+reasons:
+  description: Why the release changes (empty when it does not).
+  returned: always
+  type: list
+  elements: str
+  sample: [chart tensor-fusion-1.8.6 -> tensor-fusion-1.8.7, rendered manifest differs]
+recovered:
+  description: The pending revision that was rolled back first, and to which revision.
+  returned: always
+  type: dict
+  sample: {from_status: pending-upgrade, from_revision: 6, to_revision: 5}
+component_config:
+  description: Per pool of the snapshot's TensorFusionClusters whose componentConfig was restored, the components it moved and waited for.
+  returned: when snapshot is used
+  type: list
+  elements: dict
+  sample:
+    - {cluster: tensor-fusion, pool: shared, gpupool: tensor-fusion-shared, changed_components: [hypervisor], waited_for: [hypervisor]}
+snapshot:
+  description: The bundle used, as M(tensorfusion.ops.helm_snapshot_info) describes it.
+  returned: when snapshot is used
+  type: dict
+diff:
+  description: Values and manifest (and restored componentConfig) before and after, secrets hashed.
+  returned: in check mode and diff mode
+  type: list
+  elements: dict
+"""
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+    WAIT_ARG_SPEC,
+    deadline_from,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_release
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(name=dict(type="str", default="tensor-fusion-sys", aliases=["release_name"]),
+             namespace=dict(type="str", default="tensor-fusion-sys", aliases=["release_namespace"]),
+             state=dict(type="str", default="present", choices=["present", "rolled_back"]),
+             chart_ref=dict(type="str", default="tensor-fusion"),
+             chart_repo_url=dict(type="str"),
+             chart_version=dict(type="str"),
+             values=dict(type="dict"),
+             values_files=dict(type="list", elements="str", default=[]),
+             set_values=dict(type="list", elements="dict", default=[], options=dict(
+                 value=dict(type="str", required=True),
+                 value_type=dict(type="str", default="raw",
+                                 choices=["raw", "string", "json", "file", "literal"]))),
+             create_namespace=dict(type="bool", default=True),
+             reset_values=dict(type="bool", default=True),
+             reuse_values=dict(type="bool", default=False),
+             reset_then_reuse_values=dict(type="bool", default=False),
+             atomic=dict(type="bool", default=False),
+             skip_crds=dict(type="bool", default=False),
+             apply_crds=dict(type="bool", default=False),
+             revision=dict(type="int"),
+             snapshot=dict(type="path"),
+             recover_pending=dict(type="str", default="fail", choices=["fail", "rollback"]),
+             restore_component_config=dict(type="bool", default=True),
+             stall_timeout=dict(type="int", default=600),
+             binary_path=dict(type="path"),
+             **WAIT_ARG_SPEC),
+        supports_check_mode=True)
+    tfmodule.run(module, lambda m: run_release(m, deadline_from(m.params)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: helm_snapshot
+short_description: Capture a restore point of TensorFusion's Helm release and GPU-pool configuration
+version_added: 0.1.0
+description:
+  - Writes a bundle folder with the release's revision, status, chart and app version, user and
+    computed values, manifest and history; every TensorFusionCluster (without status and
+    server-set metadata); each GPUPool's spec and C(componentStatus); for every Secret the release
+    or the clusters reference, its name, type, keys and a sha256 of each value (never the value);
+    the helm and API server versions, the cluster's identity (API server URL and the
+    C(kube-system) namespace UID) and the time; and C(index.json) with the sha256 of every file.
+  - A Helm revision alone may not cover GPU-pool configuration changed by hand; the bundle does,
+    and M(tensorfusion.ops.helm_release) with O(tensorfusion.ops.helm_release#module:snapshot)
+    rolls back to it.
+  - Values whose keys look secret (passwords, tokens, keys, licences) and secret-looking
+    environment values are replaced by their sha256 unless O(keep_secrets) is set; Secret objects
+    in the manifest keep only hashes. Files are 0600 and folders 0700; the bundle is written to a
+    temporary folder and renamed, so a partial bundle never looks complete.
+  - Each V(present) run writes a new bundle (C(changed=true)); O(keep) prunes the older ones.
+options:
+  name:
+    description: Release name.
+    type: str
+    default: tensor-fusion-sys
+    aliases: [release_name]
+  namespace:
+    description: Release namespace.
+    type: str
+    default: tensor-fusion-sys
+    aliases: [release_namespace]
+  dest:
+    description: Folder that holds the bundles (created 0700 if missing).
+    type: path
+    required: true
+  state:
+    description:
+      - V(present) captures a new bundle; V(absent) removes O(bundle), or every bundle of the
+        release in O(dest) when O(bundle) is not given.
+    type: str
+    choices: [present, absent]
+    default: present
+  bundle:
+    description: With V(absent), the bundle to remove (a path, or a folder name inside O(dest)).
+    type: str
+  keep:
+    description:
+      - After capturing, keep only the newest O(keep) bundles of this release and cluster in O(dest).
+    type: int
+  keep_secrets:
+    description:
+      - Keep secret-looking Helm values and environment values in clear in the bundle. Secret
+        objects' data is never stored either way.
+    type: bool
+    default: false
+  binary_path:
+    description: Path of the helm binary; C(helm) on E(PATH) when left out.
+    type: path
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Reads everything and returns what it would capture and prune; writes nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Runs the helm CLI and talks to the Kubernetes API.
+requirements:
+  - helm 3 or helm 4
+author:
+  - TensorFusion ops maintainers (@NexusGPU)
+"""
+
+EXAMPLES = r"""
+- name: Restore point before the upgrade, keeping the last five
+  tensorfusion.ops.helm_snapshot:
+    dest: /var/lib/tfops/snapshots
+    keep: 5
+  register: snapshot
+
+- name: Remove one bundle
+  tensorfusion.ops.helm_snapshot:
+    dest: /var/lib/tfops/snapshots
+    state: absent
+    bundle: "{{ snapshot.bundle }}"
+"""
+
+RETURN = r"""
+api_server:
+  description: The API server the module talked to.
+  returned: when state is present
+  type: str
+  sample: https://k8s.example.com:6443
+bundle:
+  description: Path of the bundle written (in check mode, the one that would be written).
+  returned: when state is present
+  type: str
+  sample: /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+meta:
+  description: The bundle's C(meta.json) - release, revision, status, chart and app version, versions, cluster identity, time.
+  returned: when state is present
+  type: dict
+  sample:
+    release: tensor-fusion-sys
+    namespace: tensor-fusion-sys
+    revision: 4
+    status: deployed
+    chart: tensor-fusion
+    chart_version: 1.8.6
+    app_version: 2.16.0
+    captured_at: "2026-11-29T02:00:01.123456Z"
+    helm_version: 3.17.2
+    server_version: v1.20.2
+    api_server: https://k8s.example.com:6443
+    cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+files:
+  description: Files of the bundle.
+  returned: when state is present
+  type: list
+  elements: str
+  sample: [computed-values.json, gpupools.json, history.json, index.json, manifest.yaml, meta.json, secrets.json, tensorfusionclusters.json, values.json]
+pruned:
+  description: Bundles removed (or, in check mode, that would be removed) by O(keep).
+  returned: when state is present
+  type: list
+  elements: str
+  sample: []
+removed:
+  description: Bundles removed by V(absent).
+  returned: when state is absent
+  type: list
+  elements: str
+  sample: [/var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4]
+"""
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_snapshot
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(name=dict(type="str", default="tensor-fusion-sys", aliases=["release_name"]),
+             namespace=dict(type="str", default="tensor-fusion-sys", aliases=["release_namespace"]),
+             dest=dict(type="path", required=True),
+             state=dict(type="str", default="present", choices=["present", "absent"]),
+             bundle=dict(type="str"),
+             keep=dict(type="int"),
+             keep_secrets=dict(type="bool", default=False),
+             binary_path=dict(type="path")),
+        supports_check_mode=True)
+    tfmodule.run(module, run_snapshot)
+
+
+if __name__ == "__main__":
+    main()

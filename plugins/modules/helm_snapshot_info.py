@@ -1,0 +1,130 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: helm_snapshot_info
+short_description: List and verify the snapshot bundles of M(tensorfusion.ops.helm_snapshot)
+version_added: 0.1.0
+description:
+  - Lists the bundles in a folder, newest first, optionally of one release, and verifies each -
+    every file against the sha256 in its index, no file missing or added, and the cluster it was
+    captured on (the C(kube-system) namespace UID) against the cluster of the authentication
+    options.
+  - A bundle that fails any check is reported with C(usable=false) and its problems;
+    M(tensorfusion.ops.helm_release) refuses to restore from it.
+options:
+  dest:
+    description: Folder that holds the bundles.
+    type: path
+    required: true
+  name:
+    description: Only bundles of this release.
+    type: str
+    aliases: [release_name]
+  namespace:
+    description: Only bundles of releases in this namespace.
+    type: str
+    aliases: [release_namespace]
+  verify_cluster:
+    description:
+      - Connect to the cluster and mark bundles captured on another cluster unusable.
+    type: bool
+    default: true
+  cluster_uid:
+    description:
+      - The cluster identity (C(kube-system) namespace UID) to check against, instead of connecting.
+    type: str
+  only_this_cluster:
+    description: Leave out bundles of other clusters instead of listing them as unusable.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Reads only.
+  diff_mode:
+    support: none
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Reads local files and the Kubernetes API.
+author:
+  - TensorFusion ops maintainers (@NexusGPU)
+"""
+
+EXAMPLES = r"""
+- name: Usable restore points of the release
+  tensorfusion.ops.helm_snapshot_info:
+    dest: /var/lib/tfops/snapshots
+    name: tensor-fusion-sys
+  register: snapshots
+
+- name: Roll back to the newest usable one
+  tensorfusion.ops.helm_release:
+    state: rolled_back
+    snapshot: "{{ snapshots.usable[0] }}"
+"""
+
+RETURN = r"""
+bundles:
+  description: The bundles, newest capture first, with what verification found.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+      name: tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+      release: tensor-fusion-sys
+      namespace: tensor-fusion-sys
+      revision: 4
+      status: deployed
+      chart: tensor-fusion
+      chart_version: 1.8.6
+      app_version: 2.16.0
+      captured_at: "2026-11-29T02:00:01.123456Z"
+      api_server: https://k8s.example.com:6443
+      cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+      usable: true
+      problems: []
+usable:
+  description: Paths of the usable bundles, newest first.
+  returned: always
+  type: list
+  elements: str
+  sample: [/var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4]
+cluster_uid:
+  description: The identity bundles were checked against; null when not checked.
+  returned: always
+  type: str
+  sample: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+api_server:
+  description: The API server the module talked to; null when it did not connect.
+  returned: always
+  type: str
+  sample: https://k8s.example.com:6443
+"""
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_snapshot_info
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(dest=dict(type="path", required=True),
+             name=dict(type="str", aliases=["release_name"]),
+             namespace=dict(type="str", aliases=["release_namespace"]),
+             verify_cluster=dict(type="bool", default=True),
+             cluster_uid=dict(type="str"),
+             only_this_cluster=dict(type="bool", default=False)),
+        supports_check_mode=True)
+    tfmodule.run(module, run_snapshot_info)
+
+
+if __name__ == "__main__":
+    main()
