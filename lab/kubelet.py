@@ -243,6 +243,10 @@ class Kubelet:
         self.timers.at(time.monotonic() + self.knobs.ready_delay, self.start_pod,
                        meta.namespace, meta.name, meta.uid)
 
+    def next_pod_ip(self):
+        n = next(self.pod_ip) % (2 * 256 * 254)
+        return f"198.{18 + n // (256 * 254)}.{(n // 254) % 256}.{n % 254 + 1}"
+
     @staticmethod
     def _is_ready(pod):
         for cond in (pod.status.conditions or []) if pod.status else []:
@@ -291,7 +295,9 @@ class Kubelet:
                               "lastTransitionTime": started}
         body = {"status": {
             "phase": phase, "hostIP": self.node_ip[node],
-            "podIP": f"127.3.{next(self.pod_ip) % 250}.{uid.__hash__() % 250 + 1}",
+            # The benchmarking range (198.18.0.0/15): valid for Endpoints, routed nowhere, and
+            # nothing ever connects to it (there is no kube-proxy); loopback IPs are refused.
+            "podIP": self.next_pod_ip(),
             "startTime": started, "containerStatuses": statuses,
             "conditions": [cond("Initialized", True), cond("PodScheduled", True),
                            cond("ContainersReady", ready), cond("Ready", ready)]}}

@@ -1,0 +1,81 @@
+"""The precheck and verify roles, and tf_acceptance, on the lab: pass when healthy, fail with a
+clear reason when not (a stopped controller; no webhook), and leave nothing behind."""
+import uuid
+
+from kubernetes import client
+
+from .ansible_runner import run_playbook
+from .test_lab import wait_for
+
+
+def roles(lab, **extra):
+    run = run_playbook("roles_check.yml", {"lab_kubeconfig": lab["kubeconfig"], **extra})
+    return run
+
+
+def scratch_namespaces(api_client):
+    return [n.metadata.name for n in client.CoreV1Api(api_client).list_namespace().items
+            if n.metadata.name.startswith("tfops-acceptance") and n.metadata.deletion_timestamp is None]
+
+
+def test_healthy_lab_passes_both_roles_and_leaves_nothing(lab, api_client):
+    run = roles(lab)
+    assert run.rc == 0, run.stdout[-3000:]
+    acceptance = run.task_results("Run a TensorFusion-enabled test Pod and check what was injected")
+    assert acceptance["passed"] and all(c["ok"] for c in acceptance["checks"])
+    assert acceptance["pod"]["labels"]["tensor-fusion.ai/gpupool"] == "tensor-fusion-shared"
+    assert run.task_results("Fail on blocking findings")["msg"].startswith("precheck passed")
+    assert scratch_namespaces(api_client) == []
+
+
+def test_precheck_fails_on_a_stopped_controller_and_downgrade_lets_it_pass(lab, api_client):
+    apps = client.AppsV1Api(api_client)
+    name = apps.list_namespaced_deployment(
+        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
+    apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 0}})
+    try:
+        wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
+                 and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
+                 namespace="tensor-fusion-sys")
+        run = roles(lab, run_verify=False)
+        assert run.rc != 0
+        failed = run.task_results("Fail on blocking findings")
+        assert "precheck failed" in failed["msg"] and "controller Deployment" in failed["msg"]
+        run = roles(lab, run_verify=False, precheck_downgrade_codes=["CONTROLLER_NOT_READY"])
+        assert run.rc == 0, run.stdout[-2000:]
+    finally:
+        apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 1}})
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
+             and (d.status.available_replicas or 0) == 1, namespace="tensor-fusion-sys")
+
+
+def test_verify_fails_clearly_without_the_webhook(lab, api_client):
+    adm = client.AdmissionregistrationV1Api(api_client)
+    saved = [w for w in adm.list_mutating_webhook_configuration().items
+             if any("mutate-v1-pod" in (h.client_config.url or "") or
+                    (h.client_config.service and h.client_config.service.path == "/mutate-v1-pod")
+                    for h in w.webhooks or [])]
+    assert saved, "the lab registers TensorFusion's Pod webhook"
+    for hook in saved:
+        adm.delete_mutating_webhook_configuration(hook.metadata.name)
+    try:
+        run = roles(lab, run_precheck=False)
+        assert run.rc != 0
+        res = run.task_results("Run a TensorFusion-enabled test Pod and check what was injected")
+        assert res["msg"].startswith("acceptance failed:")
+        assert "is the webhook registered" in res["msg"]
+        assert "native GPU resources left: nvidia.com/gpu" in res["msg"]
+    finally:
+        for hook in saved:
+            hook.metadata = client.V1ObjectMeta(name=hook.metadata.name, labels=hook.metadata.labels,
+                                                annotations=hook.metadata.annotations)
+            adm.create_mutating_webhook_configuration(hook)
+    assert scratch_namespaces(api_client) == [], "cleaned up also when it failed"
+
+
+def test_acceptance_check_mode_creates_nothing(lab, api_client):
+    ns = "tfops-acceptance-" + uuid.uuid4().hex[:6]
+    run = run_playbook("roles_check.yml", {"lab_kubeconfig": lab["kubeconfig"], "run_precheck": False},
+                       args=["--check"])
+    assert run.rc == 0, run.stdout[-2000:]
+    assert ns not in scratch_namespaces(api_client) and scratch_namespaces(api_client) == []
