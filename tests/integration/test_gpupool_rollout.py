@@ -86,6 +86,18 @@ def test_batches_of_20_percent_then_idempotent(lab, api_client):
     assert written_by_users(tfc(api_client)) == before
 
 
+def test_wait_until_progress_returns_per_batch_then_a_rerun_finishes(lab, api_client):
+    run, res = rollout(lab, wait_until_progress=40, **hv("3.0.5"))
+    assert run.rc == 0, res.get("msg")
+    comp = res["components"]["hypervisor"]
+    assert res["changed"] is True and 40 <= comp["progress"] < 100 and comp["synced"] is False
+    run, res = rollout(lab, **hv("3.0.5"))
+    assert run.rc == 0, res.get("msg")
+    assert res["changed"] is False and res["waited_for"] == ["hypervisor"]
+    assert res["components"]["hypervisor"]["synced"] is True
+    assert hypervisor_images(api_client) == [f"{HV}:3.0.5"]
+
+
 def test_check_mode_and_diff_write_nothing(lab, api_client):
     before = written_by_users(tfc(api_client))
     run, res = rollout(lab, check=True, diff=True, **hv("3.1.0", pct=25))
@@ -176,7 +188,7 @@ def test_stuck_node_fails_at_stall_timeout_naming_it(lab, api_client):
     run, res = rollout(lab, stall_timeout=12, **hv("3.5.0-broken"))
     assert run.rc != 0
     assert res["error"] == "Stalled"
-    assert "made no progress for 12s" in res["msg"]
+    assert "made no progress for 12s" in res["msg"] and "last moved to" in res["msg"]
     assert "tfops-gpu-0" in res["msg"] and "ImagePullBackOff" in res["msg"]
     assert "tfops-gpu-0" in res["diagnostics"]["pending_nodes"]
     core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")

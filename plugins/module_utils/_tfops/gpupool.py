@@ -228,8 +228,11 @@ class RolloutWait:
         detail = "; ".join(t.describe() for t in self.trackers)
         if not all_done and self.stall_timeout and time.monotonic() - self.last_move > self.stall_timeout:
             diag = self.observer.diagnose()
-            raise Stalled("rollout of GPUPool %s made no progress for %ss (%s): %s" % (
-                self.observer.gpupool, self.stall_timeout, detail, describe_diagnosis(diag)),
+            last = self.timeline[-1] if self.timeline else None
+            moved = ("last moved to %s%% at %s" % (last["progress"], last["time"])) if last else \
+                "no progress seen since the change"
+            raise Stalled("rollout of GPUPool %s made no progress for %ss (%s; %s): %s" % (
+                self.observer.gpupool, self.stall_timeout, detail, moved, describe_diagnosis(diag)),
                 diagnostics=diag, timeline=self.timeline)
         return all_done, detail
 
