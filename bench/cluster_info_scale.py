@@ -101,22 +101,10 @@ def count_pods(state):
     return len(out.stdout.splitlines())
 
 
-def collections_root():
-    """A collections root whose ansible_collections/tensorfusion/ops is this tree (as the tests do)."""
-    root = paths.cache_dir() / "bench-collections"
-    link = root / "ansible_collections" / "tensorfusion" / "ops"
-    if not link.is_symlink() or link.resolve() != REPO:
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if link.is_symlink():
-            link.unlink()
-        link.symlink_to(REPO)
-    return root
-
-
 def module_run(state, workdir):
     args = workdir / "args.json"
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"kubeconfig": state["kubeconfig"]}}))
-    env = dict(os.environ, PYTHONPATH=str(collections_root()))
+    env = dict(os.environ, PYTHONPATH=str(paths.collections_link(REPO)))
     secs, rss, out, _err = run_measured([sys.executable, str(REPO / "plugins/modules/tf_cluster_info.py"),
                                          str(args)], env=env)
     result = json.loads(out[out.index("{"):])

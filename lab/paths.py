@@ -37,3 +37,17 @@ def kubectl_binary() -> Path:
 
 def default_state_dir() -> Path:
     return Path(os.environ.get("TFOPS_LAB_STATE") or cache_dir() / "state" / "default")
+
+
+def collections_link(repo: Path) -> Path:
+    """A collections root whose ansible_collections/tensorfusion/ops is the working tree ``repo``.
+    It lives in the cache, outside the tree, so that no tool walks into a loop."""
+    import hashlib
+    root = cache_dir() / ("collections-link-" + hashlib.sha256(str(repo).encode()).hexdigest()[:8])
+    link = root / "ansible_collections" / "tensorfusion" / "ops"
+    if not link.is_symlink() or link.resolve() != repo:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(repo)
+    return root

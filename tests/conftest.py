@@ -3,7 +3,6 @@
 The session's lab is started once and stopped at the end. A lab that cannot start is an error
 with the reason, never a skip.
 """
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -12,20 +11,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-# The collection's code imports as ansible_collections.tensorfusion.ops...: point a collections
-# root (outside the tree, so no tool walks into a loop) at this working tree.
-COLLECTIONS_ROOT = Path(os.environ.get("TFOPS_LAB_CACHE") or Path.home() / ".cache" / "tfops-lab") \
-    / ("collections-link-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:8])
-_link = COLLECTIONS_ROOT / "ansible_collections" / "tensorfusion" / "ops"
-if not _link.is_symlink() or _link.resolve() != REPO:
-    _link.parent.mkdir(parents=True, exist_ok=True)
-    if _link.is_symlink():
-        _link.unlink()
-    _link.symlink_to(REPO)
+from lab import cluster, paths  # noqa: E402
+
+# The collection's code imports as ansible_collections.tensorfusion.ops...
+COLLECTIONS_ROOT = paths.collections_link(REPO)
 sys.path.insert(0, str(COLLECTIONS_ROOT))
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS_ROOT)
-
-from lab import cluster, paths  # noqa: E402
 
 
 @pytest.fixture(scope="session")
