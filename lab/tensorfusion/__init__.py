@@ -133,7 +133,7 @@ def _ensure_namespace_and_secret(api_client, cert_dir: Path) -> None:
                 raise
 
 
-def start_operator(state: Dict, workers: int = 4, gpus_per_node: int = 1) -> Dict:
+def start_operator(state: Dict, workers: int = 8, gpus_per_node: int = 1) -> Dict:
     """(Re)start the operator double; its record replaces any earlier one in the state."""
     logs = Path(state["state_dir"]) / "logs"
     rec = procs.spawn("tf-operator", [

@@ -254,9 +254,9 @@ class Controllers:
                 "name": name, "labels": {L_OWNER: pname, pool_label(pname): "true"},
                 "ownerReferences": [owner_ref(pool, "GPUPool")], "finalizers": [FINALIZER]},
                 "spec": {"manageMode": "AutoSelect"}}
-            created = self.api.create("gpunode", body)
-            if created:
-                self.api.patch("gpunode", name, {"status": {"phase": "Pending"}}, status=True)
+            # Born without status (the status subresource drops it on create); its first
+            # reconcile writes phase Pending together with the GPU counts.
+            self.api.create("gpunode", body)
         elif gpunode is not None and node is None and not deleting(gpunode):
             self.api.delete("gpunode", name)
         return None
@@ -314,6 +314,9 @@ class Controllers:
                 if time.monotonic() < nb:
                     return nb - time.monotonic()
             self.create_not_before.pop(name, None)
+            if len(gpus) < self.gpus_per_node:  # GPUs first: one status write less per node
+                self._create_gpus(gn, pname, len(gpus))
+                gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
             self.api.create("pod", self.hypervisor_pod(pool, gn, node, desired))
             return self._set_node_phase(gn, "Pending", gpus)
         if deleting(pod):

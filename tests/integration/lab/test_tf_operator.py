@@ -246,3 +246,48 @@ def test_empty_pool_never_syncs(tfx):
                                              tfx.co.list_cluster_custom_object(
                                                  "tensor-fusion.ai", "v1", "gpupools")["items"]},
               what="removed pool deleted")
+
+
+def test_client_and_worker_rollouts(tfx, fast_gaps):
+    ns = "tf-rollout-test"
+    tfx.core.create_namespace({"metadata": {"name": ns}})
+    tmpl_labels = {"app": "tf-app", "tensor-fusion.ai/enabled": "true"}
+    tfx.apps.create_namespaced_deployment(ns, {
+        "metadata": {"name": "tf-app"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "tf-app"}}, "template": {
+            "metadata": {"labels": tmpl_labels,
+                         "annotations": {"tensor-fusion.ai/tflops-request": "10"}},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]}}}})
+
+    def app_pods():
+        return [p for p in tfx.core.list_namespaced_pod(ns, label_selector="app=tf-app").items
+                if p.metadata.deletion_timestamp is None]
+
+    def settled(hash_):
+        pods = app_pods()
+        return len(pods) == 2 and all(
+            p.metadata.labels["tensor-fusion.ai/pod-template-hash"] == hash_ and
+            p.status.phase == "Running" for p in pods) and pods
+    old = tfx.cs()
+    first = tfx.until(lambda: settled(old["client"]), what="two injected Pods")
+    wl = tfx.until(lambda: (tfx.get("tensorfusionworkloads", "tf-app", ns).get("status") or {})
+                   .get("podTemplateHash"), what="workload hash")
+    # Turning the flags on with nothing changed: the backlog check fast-forwards to synced.
+    tfx.policy(autoUpdateClient=True, autoUpdateWorker=True, batchPercentage=50)
+    tfx.wait_synced("client")
+    tfx.wait_synced("worker")
+    seen = []
+    tfx.pool_patch({"componentConfig": {"client": {"image": "tensorfusion/tensor-fusion-client:v9"},
+                                        "worker": {"image": "tensorfusion/tensor-fusion-worker:v9"}}})
+    cs = tfx.wait_synced("client", differs_from=old["client"], record=seen, timeout=90)
+    cs = tfx.wait_synced("worker", differs_from=old["worker"], timeout=60)["status"][
+        "componentStatus"]
+    progress = [((p.get("status") or {}).get("componentStatus") or {}).get("clientUpdateProgress")
+                for p in seen]
+    assert 50 in progress, progress                               # two Pods, one per batch
+    pods = tfx.until(lambda: settled(cs["client"]), what="Pods recreated with the new hash")
+    assert not {p.metadata.uid for p in pods} & {p.metadata.uid for p in first}
+    new_wl = tfx.get("tensorfusionworkloads", "tf-app", ns)["status"]["podTemplateHash"]
+    assert new_wl and new_wl != wl
+    tfx.policy(autoUpdateClient=None, autoUpdateWorker=None)
+    tfx.core.delete_namespace(ns)

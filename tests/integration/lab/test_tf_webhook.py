@@ -24,6 +24,9 @@ def ns(tfx):
     except ApiException as exc:
         if exc.status != 409:
             raise
+    # Pods are admitted only once the namespace's default ServiceAccount has its token.
+    tfx.until(lambda: tfx.core.read_namespaced_service_account("default", NSX).secrets,
+              what="default ServiceAccount token")
     return NSX
 
 
