@@ -209,9 +209,10 @@ def wait_pools_running(state: Dict, timeout: float) -> None:
                 return
             listing = co.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools")
             w = watch.Watch()
+            # Short watches: the TensorFusionCluster turns Running just after its pools.
             for ev in w.stream(co.list_cluster_custom_object, "tensor-fusion.ai", "v1", "gpupools",
                                resource_version=listing["metadata"]["resourceVersion"],
-                               timeout_seconds=max(1, min(10, int(deadline - time.monotonic())))):
+                               timeout_seconds=max(1, min(3, int(deadline - time.monotonic())))):
                 if (ev["object"].get("status") or {}).get("phase") == "Running":
                     w.stop()  # re-check everything once something became Running
         raise TensorFusionError(f"pools not Running after {timeout:.0f}s: {phases}")
