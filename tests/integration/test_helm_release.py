@@ -133,7 +133,8 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     values = user_values(helm, lab)
     assert values["controller"]["image"]["repository"].startswith("registry.cn-hangzhou.aliyuncs.com/")
     assert values["agent"]["agentId"] == ""
-    dep = client.AppsV1Api(api_client).read_namespaced_deployment("tensor-fusion-sys-controller", NS)
+    [dep] = client.AppsV1Api(api_client).list_namespaced_deployment(
+        NS, label_selector="tensor-fusion.ai/component=operator").items
     assert dep.spec.template.spec.containers[0].image == \
         "registry.cn-hangzhou.aliyuncs.com/tensorfusion/tensor-fusion-operator:2.16.0"
     assert "--repo %s" % repo in res["command"] and "values-cn.yaml" in res["command"]
