@@ -1,0 +1,308 @@
+"""helm_release / helm_snapshot decisions without a cluster: secret redaction, the helm version and
+flag mapping, the command shown, pending detection, idempotence, rollback blockers, bundle
+writing, verification, pruning and secret restoration from hashes."""
+import base64
+import gzip
+import json
+import os
+import stat
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, release, snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import plan_cluster
+
+SECRET_DOC = """apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: ns}
+stringData: {ak: AKIA-SECRET, sk: SK-SECRET}
+"""
+DEPLOY_DOC = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ctl, namespace: ns}
+spec:
+  template:
+    spec:
+      containers:
+        - name: agent
+          env:
+            - {name: ENROLL_TOKEN, value: tok-SECRET}
+            - {name: CLOUD_ENDPOINT, value: wss://x}
+          volumeMounts: [{name: creds, mountPath: /tmp/secret}]
+      volumes:
+        - name: creds
+          secret: {secretName: creds, items: [{key: ak, path: ak}]}
+"""
+KEPT_DOC = """apiVersion: v1
+kind: Secret
+metadata:
+  name: tf-cloud-vendor-credentials
+  annotations: {helm.sh/resource-policy: keep}
+stringData: {ak: dummy}
+"""
+
+
+@pytest.mark.parametrize("key", ["password", "enrollToken", "accessKey", "secretKey", "licenseKey",
+                                 "licence", "apiKey", "token", "key", "clientSecret", "TF_LICENSE"])
+def test_secret_looking_keys(key):
+    assert redact.looks_secret(key)
+
+
+@pytest.mark.parametrize("key", ["secretName", "tokenPath", "accessKeyPath", "keyRef", "image",
+                                 "agentId", "cloudEndpoint", "monkey", "host", "licenseFile"])
+def test_reference_and_plain_keys_are_not_secret(key):
+    assert not redact.looks_secret(key)
+
+
+def test_redact_values_hashes_secret_leaves_only():
+    values = {"agent": {"agentId": "", "enrollToken": "tok"}, "greptime": {"password": "pw", "host": "h"},
+              "cloudVendorCredentials": {"accessKey": "ak", "secretKey": "sk"},
+              "controller": {"admissionWebhooks": {"secretName": "webhook"}}}
+    out = redact.redact_values(values)
+    assert out["agent"] == {"agentId": "", "enrollToken": redact.value_hash("tok")}
+    assert out["greptime"] == {"password": redact.value_hash("pw"), "host": "h"}
+    assert out["controller"]["admissionWebhooks"]["secretName"] == "webhook"
+    assert redact.redact_values(values, keep_secrets=True) == values
+    assert sorted(redact.secret_leaves({"a": {"password": "pw1", "token": "tok1", "x": "y"}})) == ["pw1", "tok1"]
+
+
+def test_manifest_masking_and_collection():
+    text = SECRET_DOC + "---\n" + DEPLOY_DOC
+    masked = redact.mask_manifest(text)
+    for value in ("AKIA-SECRET", "SK-SECRET", "tok-SECRET"):
+        assert value not in masked
+    assert "wss://x" in masked and "secretName: creds" in masked
+    found = redact.manifest_secret_values(text)
+    assert sorted(found) == ["AKIA-SECRET", "SK-SECRET", "tok-SECRET"]
+    assert "creds" not in found, "names of Secrets are references, not secrets"
+
+
+def test_set_expressions_masked_by_their_key():
+    assert redact.mask_set_expression("agent.enrollToken=abc") == "agent.enrollToken=********"
+    assert redact.mask_set_expression("agent.agentId=") == "agent.agentId="
+    assert redact.mask_set_expression("image.tag=v1") == "image.tag=v1"
+    assert redact.mask_set_expression("a\\.b.password=x") == "a\\.b.password=********"
+
+
+def test_version_and_flag_mapping():
+    assert helmcli.parse_version("v3.17.2+gcc0bbbd") == (3, 17, 2)
+    assert helmcli.parse_version("v4.1.4") == (4, 1, 4)
+    with pytest.raises(helmcli.HelmError):
+        helmcli.parse_version("garbage")
+    assert helmcli.atomic_flag((3, 17, 2)) == "--atomic"
+    assert helmcli.atomic_flag((4, 1, 4)) == "--rollback-on-failure"
+    with pytest.raises(InvalidInput):
+        helmcli.require_server_dry_run((3, 12, 0))
+    helmcli.require_server_dry_run((3, 13, 0))
+    helmcli.require_server_dry_run((4, 0, 0))
+
+
+def params(**over):
+    base = dict(name="tensor-fusion-sys", namespace="tensor-fusion-sys", state="present",
+                chart_ref="tensor-fusion", chart_repo_url="https://repo", chart_version="1.8.7",
+                values_files=["https://repo/values-cn.yaml"], create_namespace=True,
+                set_values=[{"value": "agent.agentId=", "value_type": "string"},
+                            {"value": "agent.enrollToken=tok", "value_type": "raw"}],
+                reset_values=True, reuse_values=False, reset_then_reuse_values=False,
+                atomic=True, wait=True, skip_crds=False, revision=None, snapshot=None)
+    base.update(over)
+    return base
+
+
+def test_upgrade_arguments_and_the_command_shown():
+    args = release.upgrade_args(params(), (4, 1, 4), "/tmp/x/values.json")
+    assert args[:6] == ["upgrade", "--install", "tensor-fusion-sys", "tensor-fusion", "--namespace",
+                        "tensor-fusion-sys"]
+    assert args[args.index("--repo") + 1] == "https://repo"
+    assert ["-f", "https://repo/values-cn.yaml", "-f", "/tmp/x/values.json"] == \
+        args[args.index("-f"):args.index("-f") + 4]
+    assert "--set-string" in args and "agent.agentId=" in args and "--reset-values" in args
+    full = args + release.write_args(params(), (4, 1, 4), 600)
+    assert "--rollback-on-failure" in full and "--wait" in full and "600s" in full
+    assert "--atomic" in release.write_args(params(), (3, 17, 2), 600)
+    shown = helmcli.masked_command(["helm"] + full + ["--kubeconfig", "/tmp/x/kubeconfig"], "/tmp/x")
+    assert "agent.enrollToken=tok" not in shown
+    assert "agent.enrollToken=********" in shown and "<tmp>/kubeconfig" in shown
+    assert "/tmp/x" not in shown and "agent.agentId=" in shown
+    assert "--reuse-values" in release.upgrade_args(params(reuse_values=True), (3, 17, 2))
+    with pytest.raises(InvalidInput):
+        release.upgrade_args(params(reuse_values=False, reset_then_reuse_values=True), (3, 13, 0))
+
+
+def test_validate_refuses_bad_input():
+    with pytest.raises(InvalidInput):
+        release.validate(params(state="rolled_back"))
+    with pytest.raises(InvalidInput):
+        release.validate(params(state="rolled_back", revision=2, snapshot="/x"))
+    with pytest.raises(InvalidInput):
+        release.validate(params(set_values=[{"value": "novalue"}]))
+    with pytest.raises(InvalidInput):
+        release.validate(params(reuse_values=True, reset_then_reuse_values=True))
+    release.validate(params(state="rolled_back", revision=2))
+
+
+def test_pending_and_last_deployed():
+    hist = [{"revision": 1, "status": "superseded"}, {"revision": 2, "status": "deployed"},
+            {"revision": 3, "status": "pending-upgrade"}]
+    assert helmcli.pending_state(hist) == ("pending-upgrade", 3)
+    assert helmcli.last_deployed_revision(hist) == 2
+    assert helmcli.pending_state(hist[:2]) is None
+    assert helmcli.last_deployed_revision([{"revision": 1, "status": "pending-install"}]) is None
+    assert helmcli.chart_version_of("tensor-fusion-1.8.7") == ("tensor-fusion", "1.8.7")
+
+
+def rev(manifest, values=None, chart_version="1.8.7", status="deployed"):
+    return {"chart": "tensor-fusion", "chart_version": chart_version, "status": status,
+            "values": values or {}, "manifest": manifest}
+
+
+def test_changes_compare_chart_values_and_objects():
+    base = rev(DEPLOY_DOC + "---\n" + SECRET_DOC)
+    reordered = rev(SECRET_DOC + "---\n" + DEPLOY_DOC)
+    assert release.changes(base, reordered) == []
+    assert release.changes(None, base) == ["the release does not exist"]
+    assert "values differ" in release.changes(base, rev(base["manifest"], {"a": 1}))
+    assert release.changes(base, rev(base["manifest"], chart_version="1.8.6"))[0].startswith("chart ")
+    assert "its last revision is failed" in release.changes(rev(base["manifest"], status="failed"), base)
+    assert "rendered manifest differs" in release.changes(base, rev(DEPLOY_DOC.replace("wss://x", "wss://y")))
+
+
+def test_a_kept_object_rendered_on_one_side_counts_only_when_absent_from_the_cluster():
+    with_kept, without = rev(DEPLOY_DOC + "---\n" + KEPT_DOC), rev(DEPLOY_DOC)
+    assert release.changes(with_kept, without, exists=lambda key: True) == []
+    assert release.changes(with_kept, without, exists=lambda key: False) == ["rendered manifest differs"]
+    blockers = release.rollback_blockers(DEPLOY_DOC, DEPLOY_DOC + "---\n" + KEPT_DOC, lambda k: True)
+    assert [(k[1], k[3]) for k in blockers] == [("Secret", "tf-cloud-vendor-credentials")]
+    assert release.rollback_blockers(DEPLOY_DOC, DEPLOY_DOC + "---\n" + KEPT_DOC, lambda k: False) == []
+
+
+def test_diff_and_secrets_of_a_revision_never_show_values():
+    before = rev(SECRET_DOC, {"agent": {"enrollToken": "tok-SECRET"}})
+    after = rev(SECRET_DOC.replace("SK-SECRET", "SK2-SECRET"), {"agent": {"enrollToken": "tok2-SECRET"}})
+    text = json.dumps(release.diff_of(before, after, "x"))
+    assert "SECRET" not in text.replace("SECRET_", "")
+    assert set(release.secrets_in(after)) == {"tok2-SECRET", "AKIA-SECRET", "SK2-SECRET"}
+    assert release.params_secrets({"values": {"auth": {"password": "pw-1"}},
+                                   "set_values": [{"value": "a.token=tok-1"}, {"value": "a.b=plain"}]}) \
+        == ["pw-1", "tok-1"]
+
+
+def test_decode_release_and_write_its_chart(tmp_path):
+    body = {"chart": {"metadata": {"name": "c", "version": "0.1.0", "apiVersion": "v2"},
+                      "values": {"a": 1},
+                      "templates": [{"name": "templates/cm.yaml", "data": base64.b64encode(b"kind: X").decode()}],
+                      "files": [{"name": "crds/crd.yaml", "data": base64.b64encode(b"kind: CRD").decode()}]}}
+    stored = base64.b64encode(base64.b64encode(gzip.compress(json.dumps(body).encode()))).decode()
+    assert helmcli.decode_release(stored) == body
+    folder = helmcli.write_stored_chart(str(tmp_path / "chart"), body)
+    assert json.loads((tmp_path / "chart" / "Chart.yaml").read_text())["name"] == "c"
+    assert (tmp_path / "chart" / "templates" / "cm.yaml").read_text() == "kind: X"
+    assert (tmp_path / "chart" / "crds" / "crd.yaml").read_text() == "kind: CRD"
+    assert folder == str(tmp_path / "chart")
+    evil = {"chart": dict(body["chart"], templates=[{"name": "../../escape", "data": ""}])}
+    with pytest.raises(helmcli.HelmError):
+        helmcli.write_stored_chart(str(tmp_path / "chart2"), evil)
+
+
+def test_kubeconfig_from_a_configuration(tmp_path):
+    class Cfg:
+        host = "https://k:6443"
+        ssl_ca_cert = str(tmp_path / "ca")
+        verify_ssl = True
+        proxy = None
+        api_key = {"authorization": "Bearer tok-123"}
+        api_key_prefix = {}
+        cert_file = key_file = username = password = None
+    (tmp_path / "ca").write_bytes(b"CA")
+    config = helmcli.kubeconfig_from_configuration(Cfg(), "alice", ["ops"])
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    assert cluster == {"server": "https://k:6443", "certificate-authority-data": base64.b64encode(b"CA").decode()}
+    assert user == {"token": "tok-123", "as": "alice", "as-groups": ["ops"]}
+
+
+# ---- bundles ------------------------------------------------------------------------------------
+def write(tmp_path, name="b1", uid="uid-1", captured="2026-11-29T02:00:00Z", release_name="r"):
+    meta = {"release": release_name, "namespace": "ns", "revision": 3, "cluster_uid": uid,
+            "captured_at": captured, "api_server": "https://k"}
+    return snapshots.write_bundle(str(tmp_path), name, {"meta.json": snapshots.dumps(meta),
+                                                        "values.json": "{}\n"})
+
+
+def test_bundle_is_private_complete_and_verifiable(tmp_path):
+    path = write(tmp_path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    assert all(stat.S_IMODE(os.stat(os.path.join(path, f)).st_mode) == 0o600 for f in os.listdir(path))
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".tmp-")]
+    meta, problems = snapshots.verify_bundle(path, cluster_uid="uid-1")
+    assert problems == [] and meta["revision"] == 3
+    assert snapshots.verify_bundle(path, cluster_uid="uid-2")[1][0].startswith("captured on another cluster")
+    with open(os.path.join(path, "values.json"), "w") as handle:
+        handle.write('{"x": 1}\n')
+    assert snapshots.verify_bundle(path)[1] == ["values.json does not match its checksum (changed after capture)"]
+    with open(os.path.join(path, "extra"), "w") as handle:
+        handle.write("x")
+    assert "files not in the index: extra" in snapshots.verify_bundle(path)[1]
+    os.remove(os.path.join(path, "meta.json"))
+    assert "meta.json is missing" in snapshots.verify_bundle(path)[1]
+
+
+def test_a_partial_bundle_is_never_listed(tmp_path):
+    write(tmp_path, "good")
+    os.makedirs(str(tmp_path / ".tmp-half-xyz"))
+    os.makedirs(str(tmp_path / "no-index"))
+    assert [os.path.basename(p) for p in snapshots.list_bundles(str(tmp_path))] == ["good"]
+    with pytest.raises(InvalidInput):
+        snapshots.write_bundle(str(tmp_path), "good", {"meta.json": "{}"})
+
+
+def test_select_and_prune_newest_first(tmp_path):
+    items = [snapshots.describe(p, *snapshots.verify_bundle(p)) for p in (
+        write(tmp_path, "a", captured="2026-11-29T01:00:00Z"), write(tmp_path, "b", captured="2026-11-29T03:00:00Z"),
+        write(tmp_path, "c", captured="2026-11-29T02:00:00Z"), write(tmp_path, "d", release_name="other"))]
+    chosen = snapshots.select(items, "r", "ns", "uid-1")
+    assert [i["name"] for i in chosen] == ["b", "c", "a"]
+    assert [i["name"] for i in snapshots.to_prune(chosen, 2)] == ["a"]
+    assert snapshots.to_prune(chosen, None) == []
+    with pytest.raises(InvalidInput):
+        snapshots.to_prune(chosen, 0)
+    with pytest.raises(InvalidInput):
+        snapshots.remove_bundle(str(tmp_path))
+
+
+def test_clean_object_and_secret_references():
+    obj = {"apiVersion": "x", "kind": "TensorFusionCluster", "status": {"phase": "Running"},
+           "metadata": {"name": "t", "uid": "u", "resourceVersion": "1", "generation": 2,
+                        "managedFields": [], "annotations": {"keep": "me"}},
+           "spec": {"pods": {"imagePullSecrets": [{"name": "pull"}],
+                             "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "s1", "key": "k"}}}]}}}
+    assert snapshots.clean_object(obj) == {"apiVersion": "x", "kind": "TensorFusionCluster",
+                                           "metadata": {"name": "t", "annotations": {"keep": "me"}},
+                                           "spec": obj["spec"]}
+    refs = snapshots.secret_references(redact.parse_manifest(DEPLOY_DOC + "---\n" + SECRET_DOC) + [obj], "ns")
+    assert refs == [("ns", "creds"), ("ns", "pull"), ("ns", "s1")]
+    record = snapshots.secret_record({"metadata": {"name": "s", "namespace": "ns"}, "type": "Opaque",
+                                      "data": {"k": base64.b64encode(b"v").decode()}})
+    assert record == {"namespace": "ns", "name": "s", "type": "Opaque", "keys": ["k"],
+                      "sha256": {"k": redact.value_hash(b"v")}}
+
+
+def pool_tfc(env_value, image="hv:1"):
+    return {"metadata": {"name": "tensor-fusion"}, "spec": {"gpuPools": [{"name": "shared", "specTemplate": {
+        "componentConfig": {"hypervisor": {"image": image},
+                            "worker": {"podTemplate": {"template": {"spec": {"containers": [
+                                {"name": "w", "env": [{"name": "TF_LICENSE", "value": env_value}]}]}}}}},
+        "nodeManagerConfig": {"nodePoolRollingUpdatePolicy": {"autoUpdateHypervisor": True}}}}]}}
+
+
+def test_restore_plan_takes_masked_secrets_from_the_cluster_or_refuses():
+    saved = snapshots.mask_cluster(pool_tfc("LIC-1", "hv:old"))
+    assert "LIC-1" not in json.dumps(saved)
+    [(pool, _before, after, changed, gpupool)] = plan_cluster(saved, pool_tfc("LIC-1", "hv:new"))
+    assert (pool, changed, gpupool) == ("shared", ["hypervisor"], "tensor-fusion-shared")
+    assert after["hypervisor"]["image"] == "hv:old"
+    assert after["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
+    assert plan_cluster(saved, pool_tfc("LIC-1", "hv:old")) == []
+    with pytest.raises(InvalidInput):
+        plan_cluster(saved, pool_tfc("LIC-2", "hv:new"))
