@@ -259,7 +259,10 @@ command:
   description: The helm command that changed (or in check mode would change) the release, with secrets masked; null when nothing ran.
   returned: always
   type: str
-  sample: helm upgrade --install tensor-fusion-sys tensor-fusion --namespace tensor-fusion-sys --repo https://download.tensor-fusion.ai --version 1.8.7 --reset-values --timeout 600s --kubeconfig <tmp>/kubeconfig
+  sample: >-
+    helm upgrade --install tensor-fusion-sys tensor-fusion --namespace tensor-fusion-sys
+    --repo https://download.tensor-fusion.ai --version 1.8.7 --reset-values --timeout 600s
+    --kubeconfig <tmp>/kubeconfig
 reasons:
   description: Why the release changes (empty when it does not).
   returned: always

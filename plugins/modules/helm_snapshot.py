@@ -70,6 +70,7 @@ attributes:
     description: Reads everything and returns what it would capture and prune; writes nothing.
   diff_mode:
     support: none
+    description: Returns no diff.
   platform:
     platforms: kubernetes
     support: full
@@ -127,7 +128,16 @@ files:
   returned: when state is present
   type: list
   elements: str
-  sample: [computed-values.json, gpupools.json, history.json, index.json, manifest.yaml, meta.json, secrets.json, tensorfusionclusters.json, values.json]
+  sample:
+    - computed-values.json
+    - gpupools.json
+    - history.json
+    - index.json
+    - manifest.yaml
+    - meta.json
+    - secrets.json
+    - tensorfusionclusters.json
+    - values.json
 pruned:
   description: Bundles removed (or, in check mode, that would be removed) by O(keep).
   returned: when state is present

@@ -50,6 +50,7 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Returns no diff.
   platform:
     platforms: kubernetes
     support: full

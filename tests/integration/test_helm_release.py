@@ -230,7 +230,7 @@ def test_tampered_or_foreign_bundle_is_refused(lab, api_client, helm, tmp_path):
 def test_keep_prunes_and_absent_removes(lab, helm, tmp_path):
     dest = tmp_path / "snaps"
     paths = []
-    for _ in range(3):
+    for _attempt in range(3):
         run = snapshot(lab, helm, dest, keep=2)
         assert run.rc == 0, run.stdout[-2000:]
         paths.append(run.task_results("Snapshot")["bundle"])
@@ -347,4 +347,3 @@ def helm_major(helm):
     out = subprocess.run([helm, "version", "--template", "{{.Version}}"], capture_output=True,
                          text=True, check=True).stdout
     return out.lstrip("v")[0]
-

@@ -138,8 +138,8 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import (
         ComponentConfigRestore,
     )
-    meta, description, clusters = load_snapshot(kube, params["snapshot"], params["name"],
-                                                 params["namespace"])
+    meta, description, clusters = load_snapshot(
+        kube, params["snapshot"], params["name"], params["namespace"])
     restore = None
     if params["restore_component_config"]:
         restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
@@ -209,8 +209,8 @@ def _remove(module, dest):
         if os.path.isdir(path):
             targets.append(path)
     else:
-        targets = [i["path"] for i in snapshots.select(_described(dest), params["name"],
-                                                         params["namespace"])]
+        chosen = snapshots.select(_described(dest), params["name"], params["namespace"])
+        targets = [i["path"] for i in chosen]
     for path in targets:
         if not os.path.isfile(os.path.join(path, snapshots.INDEX)):
             raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % path)

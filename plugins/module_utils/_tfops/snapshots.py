@@ -258,8 +258,8 @@ def unmask_like(saved, current, where="componentConfig"):
                 peer = by_name.get(item["name"])
             else:
                 peer = current[index] if isinstance(current, list) and index < len(current) else None
-            result.append(unmask_like(item, peer, "%s[%s]" % (where, item.get("name", index)
-                                                               if isinstance(item, dict) else index)))
+            label = item.get("name", index) if isinstance(item, dict) else index
+            result.append(unmask_like(item, peer, "%s[%s]" % (where, label)))
         return result
     if isinstance(saved, str) and re.match(r"^sha256:[0-9a-f]{64}$", saved):
         if current is not None and value_hash(current) == saved:
@@ -268,4 +268,3 @@ def unmask_like(saved, current, where="componentConfig"):
                            "keep_secrets) and the cluster no longer holds that value; it cannot be "
                            "restored from this bundle" % where)
     return saved
-
