@@ -162,6 +162,14 @@ def mutate(pod: dict, pool: dict, workload: str, middleware_image: str = "") -> 
         ctr["env"] = env
     if init:
         spec["initContainers"] = init
+    # Lab only: tensor-fusion-scheduler places the Pod on a GPU node of its pool; the lab's
+    # kubelet stand-in binds by nodeSelector, so the pool's single-value In terms become one.
+    for term in ((pool_spec.get("nodeManagerConfig") or {}).get("nodeSelector") or {}).get(
+            "nodeSelectorTerms") or []:
+        for expr in term.get("matchExpressions") or []:
+            if expr.get("operator") == "In" and len(expr.get("values") or []) == 1:
+                spec.setdefault("nodeSelector", {}).setdefault(expr["key"], expr["values"][0])
+        break
     meta["labels"], meta["annotations"] = labels, ann
     return pod
 

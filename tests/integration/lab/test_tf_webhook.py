@@ -25,8 +25,14 @@ def ns(tfx):
         if exc.status != 409:
             raise
     # Pods are admitted only once the namespace's default ServiceAccount has its token.
-    tfx.until(lambda: tfx.core.read_namespaced_service_account("default", NSX).secrets,
-              what="default ServiceAccount token")
+    def token():
+        try:
+            return tfx.core.read_namespaced_service_account("default", NSX).secrets
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return None
+    tfx.until(token, what="default ServiceAccount token")
     return NSX
 
 
