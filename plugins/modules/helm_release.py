@@ -281,6 +281,20 @@ component_config:
   elements: dict
   sample:
     - {cluster: tensor-fusion, pool: shared, gpupool: tensor-fusion-shared, changed_components: [hypervisor], waited_for: [hypervisor]}
+crds:
+  description: With O(apply_crds), each CRD of the chart and whether the apply changed it.
+  returned: when state is present
+  type: dict
+  sample: {tensorfusionclusters.tensor-fusion.ai: false, gpupools.tensor-fusion.ai: true}
+method:
+  description:
+    - How a rollback was done - V(rollback) (C(helm rollback)) or V(upgrade-to-stored-chart), when
+      C(helm rollback) would fail because the target revision renders a kept object that the
+      current one does not (such as the chart's C(tf-cloud-vendor-credentials) Secret, rendered only
+      while absent) and the revision's stored chart is upgraded to with its values instead.
+  returned: when a rollback ran
+  type: str
+  sample: rollback
 snapshot:
   description: The bundle used, as M(tensorfusion.ops.helm_snapshot_info) describes it.
   returned: when snapshot is used

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -347,3 +348,42 @@ def helm_major(helm):
     out = subprocess.run([helm, "version", "--template", "{{.Version}}"], capture_output=True,
                          text=True, check=True).stdout
     return out.lstrip("v")[0]
+
+
+CRDS = str(Path(__file__).resolve().parent / "charts" / "tfops-crds")
+WIDGETS = "widgets.tfops-test.example.com"
+
+
+def test_apply_crds_updates_what_helm_does_not(lab, api_client, helm, ns):
+    ext = client.ApiextensionsV1Api(api_client)
+    old = {"metadata": {"name": WIDGETS, "labels": {"tfops-test/schema": "v1"}},
+           "spec": {"group": "tfops-test.example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                            "type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}}
+    ext.create_custom_resource_definition(old)
+    try:
+        run, res = release(lab, helm, check=True, name="crds", namespace=ns, chart_ref=CRDS, apply_crds=True)
+        assert run.rc == 0, res
+        assert res["crds"] == {WIDGETS: True} and res["changed"] is True
+        assert ext.read_custom_resource_definition(WIDGETS).metadata.labels["tfops-test/schema"] == "v1"
+        run, res = release(lab, helm, name="crds", namespace=ns, chart_ref=CRDS, apply_crds=True)
+        assert run.rc == 0, res
+        assert res["crds"] == {WIDGETS: True}
+        crd = ext.read_custom_resource_definition(WIDGETS)
+        assert crd.metadata.labels["tfops-test/schema"] == "v2"
+        assert "colour" in crd.spec.versions[0].schema.open_apiv3_schema.properties["spec"].properties
+        run, res = release(lab, helm, name="crds", namespace=ns, chart_ref=CRDS, apply_crds=True)
+        assert run.rc == 0 and res["crds"] == {WIDGETS: False} and res["changed"] is False, res
+    finally:
+        ext.delete_custom_resource_definition(WIDGETS)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # a CRD's deletion finishes after its finalizer
+            try:
+                ext.read_custom_resource_definition(WIDGETS)
+            except client.ApiException as exc:
+                if exc.status == 404:
+                    break
+                raise
+            time.sleep(0.2)

@@ -15,7 +15,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth impor
     build_configuration,
     resolve_auth,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    ApiError,
+    InvalidInput,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import (
     ReleaseTask,
     validate,
@@ -51,7 +54,7 @@ def _connect(module):
 
 
 def apply_crds(kube, helm, params, check_mode):
-    """Server-side apply of the chart's CRDs (helm show crds); returns the CRD names applied."""
+    """Server-side apply of the chart's CRDs (helm show crds): {crd name: changed}."""
     args = ["show", "crds", params["chart_ref"]]
     if params.get("chart_repo_url"):
         args += ["--repo", params["chart_repo_url"]]
@@ -60,15 +63,24 @@ def apply_crds(kube, helm, params, check_mode):
     docs = [d for d in redact.parse_manifest(helm.run(args, kube=False))
             if d.get("kind") == "CustomResourceDefinition"]
     api = kube.resource("CustomResourceDefinition", group="apiextensions.k8s.io")
-    applied = []
+    applied = {}
     for doc in docs:
         name = doc["metadata"]["name"]
+        desc = "customresourcedefinitions/%s" % name
+        try:
+            before = kube.call("get", desc, api.get, name=name).to_dict()
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            before = None
         kwargs = {"field_manager": FIELD_MANAGER, "force_conflicts": True}
         if check_mode:
             kwargs["dry_run"] = "All"
-        kube.call("apply", "customresourcedefinitions/%s" % name, kube.dynamic.server_side_apply,
-                  api, body=doc, name=name, **kwargs)
-        applied.append(name)
+        after = kube.call("apply", desc, kube.dynamic.server_side_apply, api, body=doc, name=name,
+                          **kwargs).to_dict()
+        applied[name] = before is None or before.get("spec") != after.get("spec") or \
+            before["metadata"].get("labels") != after["metadata"].get("labels") or \
+            before["metadata"].get("annotations") != after["metadata"].get("annotations")
     return applied
 
 
@@ -119,9 +131,10 @@ def run_release(module, deadline):
             task = ReleaseTask(helm, params, module.check_mode, module._diff, deadline,
                                _on_secret(module), kube)
             if params["state"] == "present":
-                if params["apply_crds"]:
-                    task.result["crds_applied"] = apply_crds(kube, helm, params, module.check_mode)
+                crds = apply_crds(kube, helm, params, module.check_mode) if params["apply_crds"] else {}
                 result = task.present()
+                result["crds"] = crds
+                result["changed"] = result["changed"] or any(crds.values())
             elif params.get("revision") is not None:
                 result = task.rolled_back(params["revision"])
             else:

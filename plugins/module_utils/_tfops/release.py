@@ -329,6 +329,12 @@ class ReleaseTask:
             raise helmcli.ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
                                           "roll back" % (params["name"], params["namespace"]))
         self.result["revision_before"] = current["revision"]
+        if expect is not None and revision not in [r["revision"] for r in history]:
+            raise InvalidInput(
+                "the snapshot's revision %s of release %s is no longer in its history (helm keeps "
+                "the last 10 revisions unless --history-max says otherwise; oldest kept: %s); "
+                "roll back to a newer snapshot or reinstall the snapshot's chart version with its "
+                "values" % (revision, params["name"], min(r["revision"] for r in history)))
         target, _history = self.helm.release(params["name"], params["namespace"], revision)
         self.on_secret(secrets_in(target))
         if expect is not None:
