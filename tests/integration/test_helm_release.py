@@ -295,19 +295,51 @@ def test_pending_release_fails_clearly_then_is_recovered(lab, api_client, helm, 
     assert cm.data["greeting"] == "two"
 
 
-def test_rollback_to_revision_is_idempotent(lab, api_client, helm, ns):
+def tiny_two_revisions(lab, helm, ns):
     for greeting in ("one", "two"):
         run, res = release(lab, helm, name="tiny", namespace=ns, chart_ref=TINY,
                            values={"greeting": greeting})
         assert run.rc == 0, res
+
+
+def greeting(api_client, ns):
+    return client.CoreV1Api(api_client).read_namespaced_config_map("tiny-config", ns).data["greeting"]
+
+
+def test_rollback_to_revision_is_idempotent(lab, api_client, helm, ns):
+    tiny_two_revisions(lab, helm, ns)
     run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1, check=True)
     assert run.rc == 0 and res["changed"] is True
     assert len(history(helm, lab, "tiny", ns)) == 2
     run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1)
-    assert run.rc == 0 and res["changed"] is True and res["method"] == "rollback"
-    assert client.CoreV1Api(api_client).read_namespaced_config_map("tiny-config", ns).data["greeting"] == "one"
+    assert run.rc == 0 and res["changed"] is True, res
+    # Revision 1 rendered the kept Secret, revision 2 did not: helm rollback would fail on it.
+    assert res["method"] == "upgrade-to-stored-chart"
+    assert greeting(api_client, ns) == "one"
+    last = max(history(helm, lab, "tiny", ns), key=lambda r: r["revision"])
+    assert last["status"] == "deployed" and last["chart"] == "tfops-tiny-0.1.0"
+    assert user_values(helm, lab, "tiny", ns) == {"greeting": "one"}
     run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1)
     assert run.rc == 0 and res["changed"] is False and res["revision_after"] == 3
+    run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=2)
+    assert run.rc == 0 and res["changed"] is True and res["method"] == "rollback", res
+    assert greeting(api_client, ns) == "two"
+
+
+def test_rollback_after_a_failed_helm_rollback_reverts_everything(lab, api_client, helm, ns):
+    tiny_two_revisions(lab, helm, ns)
+    # The trap: plain helm rollback fails on the kept Secret and leaves a failed revision whose
+    # manifest is revision 1's, from which a second helm rollback would merge (and change nothing).
+    proc = subprocess.run([helm, "rollback", "tiny", "1", "-n", ns, "--kubeconfig", lab["kubeconfig"]],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "tiny-kept" in proc.stderr
+    assert max(history(helm, lab, "tiny", ns), key=lambda r: r["revision"])["status"] == "failed"
+    run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1)
+    assert run.rc == 0 and res["changed"] is True, res
+    assert res["method"] == "upgrade-to-stored-chart"
+    assert greeting(api_client, ns) == "one"
+    run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1)
+    assert run.rc == 0 and res["changed"] is False, res
 
 
 def test_no_secret_in_results_diffs_output_or_bundles(lab, api_client, helm, ns, tmp_path):

@@ -353,8 +353,8 @@ class ReleaseTask:
             self.result.update(status=current["status"], revision_after=current["revision"])
             return self.result
         blockers = rollback_blockers(current["manifest"], target["manifest"], self.exists)
-        if blockers:
-            self._rerender(revision, target, blockers)
+        if blockers or current["status"] == "failed":
+            self._rerender(revision, target, blockers, current["status"])
         else:
             self.result["method"] = "rollback"
             seconds = self._seconds()
@@ -365,25 +365,32 @@ class ReleaseTask:
         self.result.update(status=after["status"], revision_after=after["revision"])
         return self.result
 
-    def _rerender(self, revision, target, blockers):
+    def _rerender(self, revision, target, blockers, current_status):
         """helm rollback fails on an object that the target revision rendered and the current one
         did not (the chart renders it only while absent, through lookup, and keeps it): its
-        three-way merge has no original for it. Re-render the target revision's stored chart with
-        its values instead, against the cluster as it is - what the rollback means."""
+        three-way merge has no original for it. And from a failed revision (such as that failed
+        rollback) its three-way merge starts from the failed revision's manifest, so changes that
+        revision never made stay in the cluster. Re-render the target revision's stored chart with
+        its values instead (helm upgrade merges from the last deployed revision), against the
+        cluster as it is - what the rollback means."""
         from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import (
             stored_release,
             write_stored_chart,
         )
         params = self.params
         stored = stored_release(self.kube, params["name"], params["namespace"], revision)
+        if (stored.get("chart") or {}).get("metadata", {}).get("dependencies"):
+            raise helmcli.HelmError(
+                "helm rollback to revision %s cannot work (%s) and its chart has dependencies, "
+                "which helm does not store with a release; upgrade to that chart version with the "
+                "revision's values instead" % (revision, self._why(blockers, current_status)))
         chart_dir = write_stored_chart(os.path.join(self.helm.temp_dir, "chart-r%s" % revision), stored)
         values_file = self.helm.write_file("rollback-values.json",
                                            helmcli.values_yaml(stored.get("config") or {}))
         self.result["method"] = "upgrade-to-stored-chart"
-        self.warnings.append(
-            "helm rollback to revision %s would fail on %s (rendered by that revision, not by the "
-            "current one, and present in the cluster); upgraded to revision %s's stored chart and "
-            "values instead" % (revision, ", ".join("%s %s" % (k[1], k[3]) for k in blockers), revision))
+        self.warnings.append("helm rollback to revision %s cannot do it (%s); upgraded to revision "
+                             "%s's stored chart and values instead" % (
+                                 revision, self._why(blockers, current_status), revision))
         seconds = self._seconds()
         args = ["upgrade", params["name"], chart_dir, "--namespace", params["namespace"],
                 "--reset-values", "-f", values_file, "--description",
@@ -391,3 +398,10 @@ class ReleaseTask:
         full = args + write_args(dict(params, atomic=False), self.helm.version, seconds)
         self.result["command"] = self.helm.shown(full)
         self.helm.run(full, timeout=int(seconds) + 60)
+
+    @staticmethod
+    def _why(blockers, current_status):
+        if blockers:
+            return "it would fail on %s, rendered by that revision, not by the current one, and " \
+                "present in the cluster" % ", ".join("%s %s" % (k[1], k[3]) for k in blockers)
+        return "the last revision is %s, and helm rollback would merge from its manifest" % current_status
