@@ -44,8 +44,9 @@ def test_install_shapes_pool_nodes_pods_and_status(tfx):
         assert pod.metadata.labels["tensor-fusion.ai/component"] == "hypervisor"
         assert pod.metadata.labels[f"tensor-fusion.ai/pool-{POOL}"] == "true"
         assert pod.metadata.labels["tensor-fusion.ai/pod-template-hash"] != cs["hypervisor"]
-    tfc = tfx.tfc()
-    assert tfc["status"]["phase"] == "Running"
+    # A pool spec update (earlier tests) sets the cluster Updating for 3 s, as upstream.
+    tfc = tfx.until(lambda: (lambda c: c if c["status"]["phase"] == "Running" else None)(
+        tfx.tfc()), what="cluster Running")
     conds = {c["type"]: (c["status"], c["reason"]) for c in tfc["status"]["conditions"]}
     assert conds["Ready"] == ("True", "CheckPassed") and conds["GPUPoolReady"][0] == "True"
     gpus = tfx.co.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpus")["items"]
