@@ -134,7 +134,9 @@ def _ensure_namespace_and_secret(api_client, cert_dir: Path) -> None:
 
 
 def start_operator(state: Dict, workers: int = 8, gpus_per_node: int = 1) -> Dict:
-    """(Re)start the operator double; its record replaces any earlier one in the state."""
+    """(Re)start the operator double; its record replaces any earlier one in the state (which
+    is stopped first, so that no double is left running unrecorded)."""
+    stop_operator(state)
     logs = Path(state["state_dir"]) / "logs"
     rec = procs.spawn("tf-operator", [
         sys.executable, "-m", "lab.tensorfusion.operator", "--kubeconfig", state["kubeconfig"],
