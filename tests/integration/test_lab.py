@@ -258,6 +258,10 @@ def test_dead_node_knob_makes_the_real_node_lifecycle_controller_mark_it(api_cli
     finally:
         core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
     wait_for(core.list_node, lambda n: n.metadata.name == "tfops-gpu-2" and _node_ready(n), timeout=60)
+    # The node came back: its Pods are Ready again and TensorFusion's GPUNode Running (as with
+    # a real kubelet that reconnects), so the rest of the session sees a healthy lab.
+    from .settle import settle
+    settle(api_client)
 
 
 def test_kubelet_keeps_heartbeating_across_an_api_server_restart(lab, api_client):

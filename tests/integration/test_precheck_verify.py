@@ -5,6 +5,7 @@ import uuid
 from kubernetes import client
 
 from .ansible_runner import run_playbook
+from .settle import settle
 from .test_lab import wait_for
 
 
@@ -19,6 +20,7 @@ def scratch_namespaces(api_client):
 
 
 def test_healthy_lab_passes_both_roles_and_leaves_nothing(lab, api_client):
+    settle(api_client)
     run = roles(lab)
     assert run.rc == 0, run.stdout[-3000:]
     acceptance = run.task_results("Run a TensorFusion-enabled test Pod and check what was injected")

@@ -7,6 +7,7 @@ from kubernetes import client
 
 from .ansible_runner import run_playbook
 from .test_gpupool_rollout import _wait_pool
+from .settle import settle
 from .test_lab import wait_for
 
 
@@ -23,7 +24,7 @@ def codes(res, severity=None):
 
 
 def test_healthy_lab_has_no_blocking_finding(lab, api_client):
-    _wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") == "Running")
+    settle(api_client)
     res = info(lab)
     assert res["summary"]["blocking"] == 0, res["findings"]
     data = res["data"]
