@@ -19,6 +19,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshots import unmask_like
 
+# How many replaced campaigns a restore follows (helm's own changes start one or two before ours).
+MAX_FOLLOWS = 5
+
 
 def plan_cluster(saved_tfc, current_tfc):
     """[(pool entry name, current componentConfig, restored componentConfig, changed components)]
@@ -124,16 +127,30 @@ class ComponentConfigRestore:
             editor.update(_set_component_config(pool, plan["after"]))
             item["written"] = True
         if plan["waits"]:
-            waiter = RolloutWait(plan["observer"], plan["trackers"], self.stall_timeout)
-            try:
-                waiter.run(plan["watcher"], self.deadline)
-            except rollout.Superseded as exc:
-                # The helm rollback's own campaign replaced by ours (written just after): follow
-                # the newest campaign once; a second replacement is someone else's and fails.
-                pool_now = plan["observer"].read_pool()
-                trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
-                item["superseded"] = exc.details.get("superseded_by")
-                waiter = RolloutWait(plan["observer"], trackers, self.stall_timeout)
-                waiter.run(start_watch(self.kube, plan["gpupool"]), self.deadline)
-            item["timeline"] = waiter.timeline
+            item["timeline"], item["superseded"] = self._wait(editor, plan)
         return item
+
+    def _wait(self, editor, plan):
+        """The guarded wait. The helm rollback changes the cluster and the ProviderConfig just
+        before our write, so the operator may start a campaign or two that ours then replaces:
+        while the pool still holds the restored componentConfig, a newer campaign is for it (or for
+        what helm restored) and is followed; once someone else changed the pool, it fails."""
+        trackers, watcher, timeline, superseded = plan["trackers"], plan["watcher"], [], []
+        for _attempt in range(MAX_FOLLOWS):
+            waiter = RolloutWait(plan["observer"], trackers, self.stall_timeout)
+            try:
+                waiter.run(watcher, self.deadline)
+                return timeline + waiter.timeline, superseded
+            except rollout.Superseded as exc:
+                tfc = editor.read()
+                live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+                if (live.get("componentConfig") or {}) != plan["after"]:
+                    raise
+                timeline += waiter.timeline
+                superseded.append(exc.details.get("superseded_by"))
+                watcher = start_watch(self.kube, plan["gpupool"])
+                pool_now = watcher.objects.get((None, plan["gpupool"])) or plan["observer"].read_pool()
+                trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
+        raise rollout.Superseded("%s: the pool's campaign was replaced %d times while it held the "
+                                 "restored componentConfig; giving up" % (plan["gpupool"], MAX_FOLLOWS),
+                                 superseded_by=superseded[-1] if superseded else None)
