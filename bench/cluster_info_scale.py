@@ -120,7 +120,8 @@ def kubectl_run(state):
                                              "-v=6", "--chunk-size=500", *cmd])
         total_secs += secs
         peak = max(peak, rss)
-        requests += len(re.findall(r"GET https://\S+ 200 OK", err))
+        # kubectl -v=6 logs one line per request ("GET https://... 200 OK" or, newer, verb="GET").
+        requests += len(re.findall(r'GET https://\S+ 200 OK|verb="GET"', err))
     return total_secs, peak, requests
 
 

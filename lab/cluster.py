@@ -228,6 +228,6 @@ def restart_process(state_dir: Path, name: str) -> Dict:
             _save_state(state_dir, state)
             if name == "kube-apiserver":
                 _wait_for("kube-apiserver /readyz", lambda: _get(state, "/readyz")[0] == 200,
-                          state, time.monotonic() + 60)
+                          state, time.monotonic() + 180)
             return new
     raise LabError(f"the lab has no process named {name}")

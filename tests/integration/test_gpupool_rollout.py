@@ -87,6 +87,9 @@ def test_batches_of_20_percent_then_idempotent(lab, api_client):
 
 
 def test_wait_until_progress_returns_per_batch_then_a_rerun_finishes(lab, api_client):
+    # Gaps of 6 s between batches (a knob of the double) keep the rest of the campaign running
+    # while the second task starts, even on a loaded machine.
+    tf.set_knobs(api_client, batchGapFloorSeconds=6)
     run, res = rollout(lab, wait_until_progress=40, **hv("3.0.5"))
     assert run.rc == 0, res.get("msg")
     comp = res["components"]["hypervisor"]
@@ -199,7 +202,10 @@ def test_stuck_node_fails_at_stall_timeout_naming_it(lab, api_client):
 
 
 def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
-    deadline = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=7)).isoformat()
+    # 8 s between batches (a knob of the double): five batches cannot finish in 25 s, and 25 s
+    # leave ansible-playbook time to start even on a loaded machine.
+    tf.set_knobs(api_client, batchGapFloorSeconds=8)
+    deadline = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=25)).isoformat()
     run, res = rollout(lab, deadline=deadline, on_deadline="pause", **hv("3.6.0"))
     assert run.rc != 0
     assert "paused hypervisor" in res["msg"] and res["paused"] == ["hypervisor"]
@@ -210,6 +216,7 @@ def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
     progress = int(gpupool(api_client)["status"]["componentStatus"].get("hypervisorUpdateProgress") or 0)
     assert progress < 100
     # The same task again, with no deadline: resumes and finishes.
+    tf.set_knobs(api_client, batchGapFloorSeconds=None)
     task = hv("3.6.0")
     task["rolling_update"].pop("auto_update_hypervisor")
     run, res = rollout(lab, **task)
@@ -237,7 +244,7 @@ def test_api_server_restart_during_the_wait(lab, api_client):
     try:
         _wait_pool(api_client, _progress_at_least(20))
         cluster.restart_process(lab["state_dir"], "kube-apiserver")
-        out, _err = job.communicate(timeout=240)
+        out, _err = job.communicate(timeout=480)
     finally:
         if job.poll() is None:
             job.kill()
