@@ -231,3 +231,15 @@ def restart_process(state_dir: Path, name: str) -> Dict:
                           state, time.monotonic() + 180)
             return new
     raise LabError(f"the lab has no process named {name}")
+
+
+def restart_api_server(state_dir: Path) -> None:
+    """Restart kube-apiserver as a control-plane failover would. The operator double (kopf) gives
+    up when the API server answers 404 for its CRDs while starting, so it is restarted too, as
+    its Deployment would restart a crashed operator; the kubelet stand-in and the modules under
+    test must survive on their own."""
+    restart_process(state_dir, "kube-apiserver")
+    state = load_state(Path(state_dir).resolve())
+    if any(r["name"] == "tf-operator" for r in state["processes"]):
+        from . import tensorfusion as tf
+        tf.start_operator(state)

@@ -243,7 +243,7 @@ def test_api_server_restart_during_the_wait(lab, api_client):
     job = _background_rollout(lab, "3.7.0")
     try:
         _wait_pool(api_client, _progress_at_least(20))
-        cluster.restart_process(lab["state_dir"], "kube-apiserver")
+        cluster.restart_api_server(lab["state_dir"])
         out, _err = job.communicate(timeout=480)
     finally:
         if job.poll() is None:

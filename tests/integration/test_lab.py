@@ -267,7 +267,7 @@ def test_dead_node_knob_makes_the_real_node_lifecycle_controller_mark_it(api_cli
 def test_kubelet_keeps_heartbeating_across_an_api_server_restart(lab, api_client):
     """The lab must survive what the collection's tests do to it (restarting kube-apiserver)."""
     import datetime
-    cluster.restart_process(lab["state_dir"], "kube-apiserver")
+    cluster.restart_api_server(lab["state_dir"])
     restarted = datetime.datetime.now(datetime.timezone.utc)
     coord = client.CoordinationV1Api(api_client)
     lease = wait_for(coord.list_namespaced_lease, lambda le: le.metadata.name == "tfops-gpu-0"
