@@ -128,11 +128,11 @@ def test_statefulset_and_daemonset(lab, api_client, ns):
                               "spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
                                        "containers": [{"name": "c", "image": "registry.lab/d:1"}]}}}})
     wait_for(apps.list_namespaced_daemon_set, lambda d: d.metadata.name == "ds"
-             and (d.status.number_available or 0) == 3, namespace=ns)
+             and (d.status.number_available or 0) == lab["nodes"], namespace=ns)
     run, res = restart(lab, kind="DaemonSet", namespace=ns, label_selectors=["app=ds"])
     assert run.rc == 0, res
     ds = apps.read_namespaced_daemon_set("ds", ns)
-    assert ds.status.updated_number_scheduled == ds.status.number_available == 3
+    assert ds.status.updated_number_scheduled == ds.status.number_available == lab["nodes"]
 
 
 def test_stuck_rollout_fails_with_the_reason(lab, api_client, ns):
