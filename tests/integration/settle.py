@@ -1,5 +1,6 @@
 """Wait (watching, with a deadline) until the session lab's TensorFusion is back to a steady,
 healthy state: tests that judge health must not see the aftermath of a test before them."""
+import contextlib
 import time
 
 from kubernetes import client, watch
@@ -40,3 +41,23 @@ def settle(api_client, timeout=180):
             w.stop()
         problems = _unsettled(api_client)
     assert not problems, f"the lab did not settle within {timeout}s: {problems}"
+
+
+@contextlib.contextmanager
+def controller_stopped(api_client):
+    """TensorFusion's controller Deployment scaled to 0 (and seen so by the API) for the block,
+    then back to 1 and available again."""
+    from .test_lab import wait_for
+    apps = client.AppsV1Api(api_client)
+    name = apps.list_namespaced_deployment(
+        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
+    apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 0}})
+    try:
+        wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
+                 and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
+                 namespace="tensor-fusion-sys")
+        yield name
+    finally:
+        apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 1}})
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
+             and (d.status.available_replicas or 0) == 1, namespace="tensor-fusion-sys")

@@ -5,8 +5,7 @@ import uuid
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .settle import settle
-from .test_lab import wait_for
+from .settle import controller_stopped, settle
 
 
 def roles(lab, **extra):
@@ -31,24 +30,13 @@ def test_healthy_lab_passes_both_roles_and_leaves_nothing(lab, api_client):
 
 
 def test_precheck_fails_on_a_stopped_controller_and_downgrade_lets_it_pass(lab, api_client):
-    apps = client.AppsV1Api(api_client)
-    name = apps.list_namespaced_deployment(
-        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
-    apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 0}})
-    try:
-        wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-                 and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
-                 namespace="tensor-fusion-sys")
+    with controller_stopped(api_client):
         run = roles(lab, run_verify=False)
         assert run.rc != 0
         failed = run.task_results("Fail on blocking findings")
         assert "precheck failed" in failed["msg"] and "controller Deployment" in failed["msg"]
         run = roles(lab, run_verify=False, precheck_downgrade_codes=["CONTROLLER_NOT_READY"])
         assert run.rc == 0, run.stdout[-2000:]
-    finally:
-        apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 1}})
-    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-             and (d.status.available_replicas or 0) == 1, namespace="tensor-fusion-sys")
 
 
 def test_verify_fails_clearly_without_the_webhook(lab, api_client):

@@ -7,8 +7,7 @@ from kubernetes import client
 
 from .ansible_runner import run_playbook
 from .test_gpupool_rollout import _wait_pool
-from .settle import settle
-from .test_lab import wait_for
+from .settle import controller_stopped, settle
 
 
 def info(lab, **opts):
@@ -103,21 +102,10 @@ def test_fragile_business_workload_warnings(lab, api_client):
 
 
 def test_stopped_controller_is_blocking(lab, api_client):
-    apps = client.AppsV1Api(api_client)
-    name = apps.list_namespaced_deployment(
-        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
-    apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 0}})
-    try:
-        wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-                 and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
-                 namespace="tensor-fusion-sys")
+    with controller_stopped(api_client):
         res = info(lab)
         ctl = [f for f in res["findings"] if f["code"] == "CONTROLLER_NOT_READY"]
         assert ctl and ctl[0]["severity"] == "blocking" and "0 of 0 replicas available" in ctl[0]["message"]
-    finally:
-        apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 1}})
-    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-             and (d.status.available_replicas or 0) == 1, namespace="tensor-fusion-sys")
 
 
 def test_custom_rule_and_bad_rule(lab):
