@@ -135,8 +135,8 @@ class Controllers:
                 if not deleting(p):
                     self.api.delete("pool", meta(p)["name"])
             if not owned:
-                self._drop_finalizer("tfc", tfc)
-            return 3.0 if owned else None
+                return self._drop_finalizer("tfc", tfc)
+            return 3.0
         if FINALIZER not in (meta(tfc).get("finalizers") or []):
             self._add_finalizer("tfc", tfc)
         if not status.get("phase"):
@@ -233,9 +233,18 @@ class Controllers:
             "finalizers": fins, "resourceVersion": meta(obj)["resourceVersion"]}})
 
     def _drop_finalizer(self, kind, obj):
-        fins = [f for f in meta(obj).get("finalizers") or [] if f != FINALIZER]
-        self.api.patch(kind, meta(obj)["name"], {"metadata": {
-            "finalizers": fins, "resourceVersion": meta(obj)["resourceVersion"]}})
+        """Drop our finalizer; return a requeue delay while it is still there.
+
+        The caller's copy is usually stale (it has just written the status), so the write uses the
+        cache's newest version; a conflict is swallowed by the client, hence the requeue: without
+        it an object whose finalizer write lost a race stays Destroying for ever."""
+        fresh = self.store.get(kind, meta(obj)["name"]) or obj
+        if FINALIZER not in (meta(fresh).get("finalizers") or []):
+            return None
+        fins = [f for f in meta(fresh).get("finalizers") or [] if f != FINALIZER]
+        self.api.patch(kind, meta(fresh)["name"], {"metadata": {
+            "finalizers": fins, "resourceVersion": meta(fresh)["resourceVersion"]}})
+        return 1.0
 
     # ------------------------------------------------------------------ Node -> GPUNode
     def reconcile_node(self, name):
@@ -295,8 +304,8 @@ class Controllers:
                 if not deleting(g):
                     self.api.delete("gpu", meta(g)["name"])
             if pod is None:
-                self._drop_finalizer("gpunode", gn)
-            return None if pod is None else 2.0
+                return self._drop_finalizer("gpunode", gn)
+            return 2.0
         pool = self._pool_of(gn)
         if pool is None or not (pool.get("spec") or {}).get("componentConfig"):
             return None
@@ -410,8 +419,8 @@ class Controllers:
                 if not deleting(n):
                     self.api.delete("gpunode", meta(n)["name"])
             if not nodes:
-                self._drop_finalizer("pool", pool)
-            return None if not nodes else 2.0
+                return self._drop_finalizer("pool", pool)
+            return 2.0
         if FINALIZER not in (meta(pool).get("finalizers") or []):
             self._add_finalizer("pool", pool)
         pool = self._ensure_revisions(pool)

@@ -91,7 +91,7 @@ class Operator:
         key = key_of(obj)
         if event.get("type") == "DELETED":
             old = self.store.get(kind, key) or obj
-            self.store.remove(kind, key)
+            self.store.remove(kind, key, obj)
         else:
             old = self.store.put(kind, key, obj)
             if old is None:

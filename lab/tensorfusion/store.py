@@ -4,7 +4,10 @@ import heapq
 import itertools
 import threading
 import time
+from collections import OrderedDict
 from typing import Dict, Optional
+
+TOMBSTONES = 20000  # uids of deleted objects remembered (a uid never comes back)
 
 
 def _rv(obj) -> int:
@@ -14,6 +17,10 @@ def _rv(obj) -> int:
         return 0
 
 
+def _uid(obj):
+    return ((obj or {}).get("metadata") or {}).get("uid")
+
+
 class Store:
     """kind -> key -> object (plain dicts). Writes of our own go in at once (write-through), so a
     reconcile that follows its own write does not act on what it has just changed."""
@@ -21,10 +28,21 @@ class Store:
     def __init__(self):
         self.lock = threading.Lock()
         self.data: Dict[str, Dict[str, dict]] = {}
+        self.deleted = OrderedDict()
 
     def put(self, kind: str, key: str, obj: dict) -> Optional[dict]:
-        """Returns the previous object, or None when ``obj`` is not newer than the cached one."""
+        """Returns the previous object, or None when ``obj`` is not newer than the cached one.
+
+        A write-through copy can arrive after the watch's DELETED event (the response of the
+        write that dropped the last finalizer races the watch stream): deleted uids are refused,
+        or the cache would hold a ghost that blocks its owner's deletion for ever."""
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.remove(kind, key, obj)
+            return None
         with self.lock:
+            if meta.get("uid") and meta["uid"] in self.deleted:
+                return None
             bucket = self.data.setdefault(kind, {})
             old = bucket.get(key)
             if old is not None and _rv(old) > _rv(obj):
@@ -32,9 +50,19 @@ class Store:
             bucket[key] = obj
             return old if old is not None else {}
 
-    def remove(self, kind: str, key: str) -> None:
+    def remove(self, kind: str, key: str, obj: Optional[dict] = None) -> None:
+        """Forget ``key``; with ``obj`` (the deleted object) only when the cache holds that very
+        object, not a newer one recreated under the same name."""
+        uid = _uid(obj)
         with self.lock:
-            self.data.get(kind, {}).pop(key, None)
+            bucket = self.data.get(kind, {})
+            if uid:
+                self.deleted[uid] = None
+                while len(self.deleted) > TOMBSTONES:
+                    self.deleted.popitem(last=False)
+            held = bucket.get(key)
+            if held is not None and (not uid or _uid(held) in (uid, None)):
+                del bucket[key]
 
     def get(self, kind: str, key: str) -> Optional[dict]:
         with self.lock:

@@ -292,3 +292,26 @@ def test_client_and_worker_rollouts(tfx, fast_gaps):
     assert new_wl and new_wl != wl
     tfx.policy(autoUpdateClient=None, autoUpdateWorker=None)
     tfx.core.delete_namespace(ns)
+
+
+def test_deleted_cluster_and_its_pools_go_away(tfx):
+    """The finalizer write follows a status write: a stale resourceVersion once left the cluster
+    Destroying for ever (the conflict was swallowed and nothing requeued it)."""
+    name = "tfc-gone"
+    names = [f"{name}-a", f"{name}-b"]
+    tfx.co.create_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", {
+        "apiVersion": "tensor-fusion.ai/v1", "kind": "TensorFusionCluster",
+        "metadata": {"name": name},
+        "spec": {"gpuPools": [{"name": pool, "specTemplate": {"nodeManagerConfig": {
+            "nodePoolRollingUpdatePolicy": {"autoUpdateHypervisor": True}}}} for pool in "ab"]}})
+
+    def plurals(plural):
+        return {o["metadata"]["name"]: o for o in
+                tfx.co.list_cluster_custom_object("tensor-fusion.ai", "v1", plural)["items"]}
+
+    tfx.until(lambda: set(names) <= set(plurals("gpupools")) and tfx.get(
+        "tensorfusionclusters", name).get("status"), what="cluster and pools created")
+    tfx.co.delete_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", name)
+    tfx.until(lambda: name not in plurals("tensorfusionclusters"), timeout=30,
+              what="deleted TensorFusionCluster gone (not stuck Destroying)")
+    assert not set(names) & set(plurals("gpupools"))
