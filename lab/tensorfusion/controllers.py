@@ -544,7 +544,13 @@ class Controllers:
             patch = rollout.component_status_patch(component, d.status)
             cs = (pool.get("status") or {}).get("componentStatus") or {}
             if any(cs.get(k) != v for k, v in patch.items()):
+                sent = time.time()
                 self.api.patch("pool", name, {"status": {"componentStatus": patch}}, status=True)
+                # Benchmarks (bench/) time "done" from this line: epoch seconds of the status
+                # write's request and of its acknowledgement.
+                log.info("status-write pool=%s component=%s hash=%s progress=%d synced=%s "
+                         "sent=%.6f acked=%.6f", name, component, d.status.hash, d.status.progress,
+                         str(bool(d.status.synced)).lower(), sent, time.time())
         for key in d.update:
             if component == "hypervisor":
                 self.api.patch("gpunode", key, {"status": {"phase": "Pending"}}, status=True)
