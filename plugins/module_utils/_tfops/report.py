@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The record of a runbook run, built from the steps' registered results (pure functions).
+
+Only named fields are copied out of the results (never values, diffs or manifests), so no Secret
+value can reach the report."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+# Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
+BOOKKEEPING = frozenset(["lock", "window", "precheck", "snapshot", "verify", "verify_after_rollback",
+                         "unlock", "report"])
+STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed")
+FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed"])
+
+
+def _as_list(result):
+    if result is None:
+        return []
+    return result if isinstance(result, list) else [result]
+
+
+def step_status(results):
+    """ok / changed / failed / skipped of one step from its result(s)."""
+    items = [r for r in _as_list(results) if isinstance(r, dict)]
+    if not items:
+        return "ok"
+    if any(r.get("failed") for r in items):
+        return "failed"
+    if all(r.get("skipped") for r in items):
+        return "skipped"
+    return "changed" if any(r.get("changed") for r in items) else "ok"
+
+
+def _message(results):
+    for r in _as_list(results):
+        if isinstance(r, dict) and r.get("failed") and r.get("msg"):
+            return str(r["msg"])
+    return ""
+
+
+def build_steps(marks, results, ended, failed_step=None):
+    """Steps in the order they began; a step ends when the next one begins (the last at ``ended``)."""
+    steps = []
+    for i, mark in enumerate(marks):
+        if not isinstance(mark, dict) or not mark.get("step") or not mark.get("at"):
+            raise InvalidInput("every entry of steps needs a step name and an 'at' time, not %r" % (mark,))
+        end = marks[i + 1]["at"] if i + 1 < len(marks) else ended
+        started, finished = parse_time(mark["at"]), parse_time(end)
+        status = step_status(results.get(mark["step"]))
+        if mark["step"] == failed_step:
+            status = "failed"
+        steps.append({"name": mark["step"], "started": mark["at"], "ended": end,
+                      "seconds": round(max(0.0, (finished - started).total_seconds()), 3),
+                      "status": status, "msg": _message(results.get(mark["step"]))})
+    return steps
+
+
+def paused_pools(pool_results):
+    """Pools that a deadline paused mid-rollout (gpupool_rollout on_deadline=pause)."""
+    return [r.get("pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
+            for r in _as_list(pool_results) if isinstance(r, dict) and r.get("failed") and r.get("paused")]
+
+
+def decide_status(steps, error, paused, rollback_ran, rollback_ok):
+    """The run's outcome (see STATUSES)."""
+    if error or any(s["status"] == "failed" for s in steps):
+        if paused:
+            return "resumable"
+        if rollback_ran:
+            return "rolled_back" if rollback_ok else "rollback_failed"
+        return "failed"
+    changed = any(s["status"] == "changed" for s in steps if s["name"] not in BOOKKEEPING)
+    return "succeeded" if changed else "unchanged"
+
+
+def pool_versions(info):
+    """{pool: {component: image}} from a tf_cluster_info result."""
+    pools = ((info or {}).get("data") or {}).get("pools") or []
+    return dict((p["name"], p.get("images") or {}) for p in pools if isinstance(p, dict) and p.get("name"))
+
+
+def release_version(release=None, snapshot_meta=None):
+    """Chart version, app version and revision from a helm_release result or a snapshot's meta."""
+    for src, rev_key in ((release, "revision_after"), (snapshot_meta, "revision")):
+        if isinstance(src, dict) and src.get("chart_version") and not src.get("failed"):
+            return {"chart": src.get("chart"), "chart_version": src.get("chart_version"),
+                    "app_version": src.get("app_version"), "revision": src.get(rev_key)}
+    return {}
+
+
+def _time_of(event):
+    try:
+        return parse_time(event["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def pool_progress(pool_results):
+    """Per pool: the components rolled, the batches seen and the timeline (seconds from the first event)."""
+    pools = {}
+    for r in _as_list(pool_results):
+        if not isinstance(r, dict) or r.get("skipped"):
+            continue
+        name = r.get("gpupool") or r.get("pool")
+        if not name:
+            continue
+        entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
+                                        "components": {}, "timeline": [], "nodes": {}, "paused": []})
+        for comp, item in (r.get("components") or {}).items():
+            if comp in (r.get("waited_for") or []) or comp in (r.get("changed_components") or []):
+                entry["components"][comp] = dict((k, item.get(k)) for k in (
+                    "before_hash", "after_hash", "progress", "synced") if k in item)
+        entry["timeline"].extend(e for e in r.get("timeline") or [] if isinstance(e, dict))
+        entry["nodes"] = r.get("nodes") or entry["nodes"]
+        entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []))
+    out = []
+    for entry in pools.values():
+        events = sorted((e for e in entry["timeline"] if _time_of(e)), key=_time_of)
+        start = _time_of(events[0]) if events else None
+        entry["timeline"] = [{"time": e["time"], "seconds": round((_time_of(e) - start).total_seconds(), 3),
+                              "component": e.get("component"), "progress": e.get("progress"),
+                              "synced": e.get("synced")} for e in events]
+        out.append(entry)
+    return out
+
+
+def findings_of(info):
+    return [dict((k, f.get(k)) for k in ("severity", "code", "message"))
+            for f in ((info or {}).get("findings") or []) if isinstance(f, dict)]
+
+
+def snapshot_summary(snapshot):
+    """The bundle used: a helm_snapshot result (bundle, meta) or a helm_snapshot_info entry (path, ...)."""
+    if not isinstance(snapshot, dict):
+        return None
+    source = dict(snapshot.get("meta") or {}, path=snapshot.get("bundle")) if snapshot.get("bundle") else snapshot
+    if not source.get("path"):
+        return None
+    return dict((k, source.get(k)) for k in ("path", "revision", "chart_version", "app_version", "captured_at")
+                if k in source)
+
+
+def build_record(params, ended):
+    """The JSON record of a run from the run_report module's parameters."""
+    results = params.get("results") or {}
+    error = params.get("error") or None
+    marks = params.get("steps") or []
+    failed_step = (error or {}).get("step") or None
+    steps = build_steps(marks, results, ended, failed_step)
+    paused = paused_pools(results.get("pools"))
+    rollback = results.get("rollback")
+    rollback_ran = isinstance(rollback, dict) and not rollback.get("skipped")
+    rollback_ok = rollback_ran and not rollback.get("failed") and \
+        step_status(results.get("verify_after_rollback")) != "failed"
+    status = decide_status(steps, error, paused, rollback_ran, rollback_ok)
+    started = params.get("started") or (marks[0]["at"] if marks else ended)
+    after_info = results.get("verify") if rollback is None else results.get("verify_after_rollback")
+    record = {
+        "schema": 1,
+        "playbook": params["playbook"],
+        "host": params.get("host"),
+        "status": status,
+        "resumable": status == "resumable",
+        "failed": status in FAILING,
+        "changed": any(s["status"] == "changed" for s in steps if s["name"] not in BOOKKEEPING),
+        "started": started,
+        "ended": ended,
+        "seconds": round(max(0.0, (parse_time(ended) - parse_time(started)).total_seconds()), 3),
+        "api_server": next((r.get("api_server") for r in results.values()
+                            if isinstance(r, dict) and r.get("api_server")), None),
+        "steps": steps,
+        "versions": {
+            "before": dict(release_version(snapshot_meta=(snapshot_summary(params.get("snapshot"))
+                                                          if results.get("snapshot") else None)),
+                           pools=pool_versions(results.get("precheck"))),
+            "after": dict(release_version(release=rollback if rollback_ran else results.get("upgrade")),
+                          pools=pool_versions(after_info)),
+        },
+        "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
+        "snapshot": snapshot_summary(params.get("snapshot")),
+        "pools": pool_progress(results.get("pools")),
+        "paused_pools": paused,
+        "rollback": None if not rollback_ran else {
+            "ok": rollback_ok, "target_revision": rollback.get("target_revision"),
+            "method": rollback.get("method"), "msg": rollback.get("msg") if rollback.get("failed") else None},
+        "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
+                                         "msg": str(error.get("msg") or "")},
+        "window": dict((k, (results.get("window") or {}).get(k)) for k in (
+            "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
+    }
+    if record["versions"]["after"].get("chart_version") is None:  # the release did not move
+        record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))
+    return record
+
+
+def summary_line(record):
+    before = record["versions"]["before"].get("chart_version") or "?"
+    after = record["versions"]["after"].get("chart_version") or "?"
+    text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
+            "rolled_back": "failed, rolled back to the snapshot and verified",
+            "rollback_failed": "failed, and the rollback failed too",
+            "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
+                p for p in record["paused_pools"] if p),
+            "failed": "failed before any change"}[record["status"]]
+    return "%s on %s: %s (chart %s -> %s) in %ss" % (record["playbook"], record["host"], text, before,
+                                                      after, int(record["seconds"]))

@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A run's record as a short Markdown summary and a self-contained HTML page with an SVG timeline
+of each component's progress per pool (inline CSS and SVG, no external assets); and writing them."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from html import escape
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import summary_line
+
+COLORS = {"hypervisor": "#1f77b4", "worker": "#d62728", "client": "#2ca02c"}
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 220, 48, 110, 14, 34
+
+
+def _points(events, scale_x, scale_y):
+    """A step line: progress holds until the next event."""
+    points, last = [], 0
+    for e in events:
+        x = scale_x(e["seconds"])
+        points.append((x, scale_y(last)))
+        last = e.get("progress") or 0
+        points.append((x, scale_y(last)))
+    return points
+
+
+def svg_timeline(pool):
+    """SVG of each component's progress (0-100 %) against seconds since the pool's first event."""
+    events = pool.get("timeline") or []
+    span = max([e["seconds"] for e in events] + [1.0])
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def scale_x(sec):
+        return round(LEFT + plot_w * sec / span, 1)
+
+    def scale_y(pct):
+        return round(TOP + plot_h * (1 - min(100, max(0, pct)) / 100.0), 1)
+
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" '
+             'aria-label="progress of pool %s">' % (WIDTH, HEIGHT, WIDTH, HEIGHT, escape(str(pool.get("gpupool"))))]
+    for pct in (0, 50, 100):
+        y = scale_y(pct)
+        parts.append('<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="#ddd"/>' % (LEFT, y, WIDTH - RIGHT, y))
+        parts.append('<text x="%d" y="%s" font-size="11" text-anchor="end">%d%%</text>' % (LEFT - 4, y + 4, pct))
+    parts.append('<text x="%d" y="%d" font-size="11">0 s</text>' % (LEFT, HEIGHT - 14))
+    parts.append('<text x="%d" y="%d" font-size="11" text-anchor="end">%s s</text>' % (
+        WIDTH - RIGHT, HEIGHT - 14, round(span, 1)))
+    comps = sorted(set(e.get("component") for e in events if e.get("component")))
+    for i, comp in enumerate(comps):
+        color = COLORS.get(comp, "#555")
+        mine = [e for e in events if e.get("component") == comp]
+        pts = " ".join("%s,%s" % p for p in _points(mine, scale_x, scale_y))
+        parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (color, pts))
+        for e in mine:
+            parts.append('<circle cx="%s" cy="%s" r="3" fill="%s"><title>%s %s%% at %s s (%s)</title></circle>' % (
+                scale_x(e["seconds"]), scale_y(e.get("progress") or 0), color, escape(comp),
+                e.get("progress"), e["seconds"], escape(str(e.get("time")))))
+        parts.append('<text x="%d" y="%d" font-size="12" fill="%s">%s</text>' % (
+            WIDTH - RIGHT + 8, TOP + 14 + 16 * i, color, escape(comp)))
+    if not comps:
+        parts.append('<text x="%d" y="%d" font-size="12">no rollout in this run</text>' % (LEFT + 8, TOP + 20))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(headers, rows):
+    head = "".join("<th>%s</th>" % escape(h) for h in headers)
+    body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % escape("" if c is None else str(c)) for c in row)
+                   for row in rows)
+    return "<table><tr>%s</tr>%s</table>" % (head, body)
+
+
+def _versions_rows(record):
+    before, after = record["versions"]["before"], record["versions"]["after"]
+    rows = [["chart", before.get("chart_version"), after.get("chart_version")],
+            ["app", before.get("app_version"), after.get("app_version")],
+            ["revision", before.get("revision"), after.get("revision")]]
+    for pool in sorted(set(before.get("pools") or {}) | set(after.get("pools") or {})):
+        for comp in ("hypervisor", "worker", "client"):
+            rows.append(["%s %s" % (pool, comp), ((before.get("pools") or {}).get(pool) or {}).get(comp),
+                         ((after.get("pools") or {}).get(pool) or {}).get(comp)])
+    return rows
+
+
+CSS = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1em}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}"
+       ".succeeded,.unchanged{color:#17692c}.failed,.rolled_back,.rollback_failed,.resumable{color:#a61b1b}")
+
+
+def render_html(record):
+    status = record["status"]
+    out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>" % (
+        escape("tensorfusion.ops %s %s" % (record["playbook"], record["host"])), CSS)]
+    out.append("<h1>%s on %s</h1>" % (escape(record["playbook"]), escape(str(record["host"]))))
+    out.append('<p class="%s"><b>%s</b>: %s</p>' % (escape(status), escape(status), escape(summary_line(record))))
+    out.append("<p>API server %s; started %s, ended %s.</p>" % (
+        escape(str(record.get("api_server"))), escape(record["started"]), escape(record["ended"])))
+    if record.get("error"):
+        out.append("<p><b>Error</b> in step %s (%s): %s</p>" % tuple(
+            escape(str(record["error"].get(k))) for k in ("step", "task", "msg")))
+    out.append("<h2>Steps</h2>" + _table(["step", "status", "started", "seconds", "message"], [
+        [s["name"], s["status"], s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
+    out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
+    for pool in record["pools"]:
+        out.append("<h2>Pool %s</h2>" % escape(str(pool["gpupool"])))
+        out.append(svg_timeline(pool))
+        out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
+            [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
+            for c, v in sorted(pool["components"].items())]))
+    if record.get("snapshot"):
+        out.append("<h2>Snapshot</h2>" + _table(["key", "value"], sorted(record["snapshot"].items())))
+    findings = [[stage, f["severity"], f["code"], f["message"]]
+                for stage in ("precheck", "verify") for f in record["findings"][stage]]
+    out.append("<h2>Findings</h2>" + (_table(["stage", "severity", "code", "message"], findings)
+                                      if findings else "<p>none</p>"))
+    out.append("</body></html>\n")
+    return "".join(out)
+
+
+def render_markdown(record):
+    lines = ["# %s on %s: %s" % (record["playbook"], record["host"], record["status"]), "",
+             summary_line(record), ""]
+    if record.get("error"):
+        lines += ["Error in step %s (%s): %s" % (record["error"].get("step"), record["error"].get("task"),
+                                                  record["error"].get("msg")), ""]
+    if record.get("snapshot"):
+        lines += ["Snapshot: `%s` (revision %s)" % (record["snapshot"].get("path"),
+                                                    record["snapshot"].get("revision")), ""]
+    lines += ["| step | status | seconds |", "|---|---|---|"]
+    lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
+    for pool in record["pools"]:
+        comps = ", ".join("%s %s%%" % (c, v.get("progress")) for c, v in sorted(pool["components"].items()))
+        lines += ["", "Pool %s: %s%s" % (pool["gpupool"], comps or "nothing rolled",
+                                         " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "")]
+    blocking = [f for stage in ("precheck", "verify") for f in record["findings"][stage]
+                if f["severity"] == "blocking"]
+    lines += ["", "%d blocking finding(s)." % len(blocking), ""]
+    return "\n".join(lines)
+
+
+def _write(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run_folder_name(record):
+    stamp = record["started"].replace("-", "").replace(":", "").split(".")[0].rstrip("Z")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in "%s-%s" % (record["playbook"], record["host"]))
+    return "%s-%sZ" % (safe, stamp)
+
+
+def write_report(dest, record):
+    """``<dest>/<playbook>-<host>-<time>/report.{json,html,md}``: folders 0700, files 0600."""
+    dest = os.path.abspath(os.path.expanduser(dest))
+    os.makedirs(dest, mode=0o700, exist_ok=True)
+    folder = os.path.join(dest, run_folder_name(record))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    files = {"report.json": json.dumps(record, indent=2, sort_keys=True) + "\n",
+             "report.html": render_html(record), "report.md": render_markdown(record)}
+    for name, text in files.items():
+        _write(os.path.join(folder, name), text)
+    return folder, sorted(os.path.join(folder, n) for n in files)

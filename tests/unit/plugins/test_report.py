@@ -1,0 +1,154 @@
+"""The run record: step times and status, the outcome, versions, pool timelines, the rendering
+(self-contained HTML with SVG, Markdown) and the files' permissions; no secret survives."""
+import json
+import os
+import stat
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+T0 = "2026-11-29T02:00:00Z"
+
+
+def marks(*names, step=10):
+    return [{"step": n, "at": "2026-11-29T02:%02d:%02dZ" % divmod(i * step, 60)} for i, n in enumerate(names)]
+
+
+def info(images, findings=()):
+    return {"api_server": "https://k8s:6443", "findings": list(findings),
+            "data": {"pools": [{"name": "tensor-fusion-shared", "images": images}]}}
+
+
+def pool_result(progress_events, changed=True, failed=False, paused=None):
+    r = {"changed": changed, "pool": "shared", "gpupool": "tensor-fusion-shared", "cluster": "tensor-fusion",
+         "changed_components": ["hypervisor"] if changed else [], "waited_for": ["hypervisor"],
+         "components": {"hypervisor": {"before_hash": "a", "after_hash": "b", "progress": progress_events[-1][1],
+                                       "synced": progress_events[-1][1] == 100},
+                        "worker": {"before_hash": "w", "after_hash": "w", "progress": 100, "synced": True}},
+         "timeline": [{"time": t, "component": "hypervisor", "progress": p, "synced": p == 100}
+                      for t, p in progress_events],
+         "nodes": {"total": 10, "updated": 2, "stuck": 0}}
+    if failed:
+        r.update(failed=True, msg="deadline reached", paused=paused)
+    return r
+
+
+def upgrade_params(**over):
+    params = {"playbook": "upgrade", "host": "lab", "started": T0,
+              "steps": marks("lock", "window", "precheck", "snapshot", "upgrade", "pools", "verify"),
+              "results": {"lock": {"changed": True}, "precheck": info({"hypervisor": "hv:1"}),
+                          "snapshot": {"changed": True, "bundle": "/s/b1", "meta": {
+                              "revision": 1, "chart": "tensor-fusion", "chart_version": "1.8.6",
+                              "app_version": "2.16.0"}},
+                          "upgrade": {"changed": True, "chart": "tensor-fusion", "chart_version": "1.8.7",
+                                      "app_version": "2.17.0", "revision_after": 2,
+                                      "diff": [{"after": {"password": "hunter2"}}]},
+                          "pools": [pool_result([("2026-11-29T02:00:51Z", 20)]),
+                                    pool_result([("2026-11-29T02:00:55Z", 40), ("2026-11-29T02:01:00Z", 100)],
+                                                changed=False)],
+                          "verify": info({"hypervisor": "hv:2"})},
+              "snapshot": {"changed": True, "bundle": "/s/b1", "meta": {"revision": 1, "chart_version": "1.8.6"}}}
+    params.update(over)
+    return params
+
+
+def test_steps_end_when_the_next_begins_and_carry_their_status():
+    steps = report.build_steps(marks("lock", "upgrade"), {"upgrade": {"changed": True}}, "2026-11-29T02:00:25Z")
+    assert [(s["name"], s["seconds"], s["status"]) for s in steps] == [("lock", 10.0, "ok"), ("upgrade", 15.0, "changed")]
+
+
+def test_a_step_without_a_time_is_refused():
+    with pytest.raises(InvalidInput):
+        report.build_steps([{"step": "lock"}], {}, T0)
+
+
+@pytest.mark.parametrize("results,expected", [
+    (None, "ok"), ({"skipped": True}, "skipped"), ([{"changed": False}, {"changed": True}], "changed"),
+    ([{"changed": True}, {"failed": True}], "failed")])
+def test_step_status(results, expected):
+    assert report.step_status(results) == expected
+
+
+def test_an_upgrade_that_changed_things_succeeded_with_versions_before_and_after():
+    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    assert rec["status"] == "succeeded" and rec["changed"] and not rec["failed"]
+    assert rec["versions"]["before"]["chart_version"] == "1.8.6"
+    assert rec["versions"]["after"]["chart_version"] == "1.8.7" and rec["versions"]["after"]["revision"] == 2
+    assert rec["versions"]["before"]["pools"] == {"tensor-fusion-shared": {"hypervisor": "hv:1"}}
+    assert rec["versions"]["after"]["pools"] == {"tensor-fusion-shared": {"hypervisor": "hv:2"}}
+    assert rec["snapshot"] == {"path": "/s/b1", "revision": 1, "chart_version": "1.8.6"}
+    pool, = rec["pools"]
+    assert [e["seconds"] for e in pool["timeline"]] == [0.0, 4.0, 9.0]
+    assert list(pool["components"]) == ["hypervisor"]
+    assert "hunter2" not in json.dumps(rec)
+
+
+def test_bookkeeping_changes_alone_are_unchanged():
+    params = upgrade_params()
+    params["results"].update(upgrade={"changed": False, "chart_version": "1.8.7", "revision_after": 2},
+                             pools=[pool_result([("2026-11-29T02:00:51Z", 100)], changed=False)])
+    params["results"]["pools"][0]["changed"] = False
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "unchanged" and not rec["changed"]
+
+
+def test_outcomes_of_failures():
+    paused = upgrade_params(error={"step": "pools", "task": "roll", "msg": "deadline"})
+    paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], failed=True, paused=["hypervisor"])]
+    rec = report.build_record(paused, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "resumable" and rec["resumable"] and rec["failed"]
+    assert rec["paused_pools"] == ["shared"]
+
+    rolled = upgrade_params(error={"step": "verify", "task": "assert", "msg": "unhealthy"})
+    rolled["steps"] = rolled["steps"] + marks("rollback", "verify_after_rollback")[:0] + [
+        {"step": "rollback", "at": "2026-11-29T02:01:20Z"}, {"step": "verify_after_rollback", "at": "2026-11-29T02:01:25Z"}]
+    rolled["results"]["rollback"] = {"changed": True, "chart_version": "1.8.6", "revision_after": 3,
+                                     "target_revision": 1, "method": "rollback"}
+    rolled["results"]["verify_after_rollback"] = info({"hypervisor": "hv:1"})
+    rec = report.build_record(rolled, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "rolled_back" and rec["rollback"]["ok"]
+    assert rec["versions"]["after"]["chart_version"] == "1.8.6"
+    assert [s["status"] for s in rec["steps"] if s["name"] == "verify"] == ["failed"]
+
+    rolled["results"]["rollback"] = {"failed": True, "msg": "helm said no"}
+    assert report.build_record(rolled, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
+
+    early = upgrade_params(steps=marks("lock", "window", "precheck"),
+                           error={"step": "precheck", "task": "assert", "msg": "blocking"})
+    early["results"] = {"precheck": info({"hypervisor": "hv:1"})}
+    rec = report.build_record(early, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "failed" and rec["error"]["msg"] == "blocking"
+
+
+def test_html_is_self_contained_with_one_svg_per_pool(tmp_path):
+    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    html = report_render.render_html(rec)
+    assert html.count("<svg") == 1 and "<polyline" in html
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html.replace("https://k8s:6443", "")
+    assert "<script" not in html and "<link" not in html and "src=" not in html
+
+
+def test_svg_escapes_names():
+    svg = report_render.svg_timeline({"gpupool": "<x>", "timeline": [
+        {"seconds": 0.0, "component": "hypervisor", "progress": 50, "time": "t"}]})
+    assert "<x>" not in svg and "&lt;x&gt;" in svg
+
+
+def test_markdown_summary():
+    md = report_render.render_markdown(report.build_record(upgrade_params(), "2026-11-29T02:01:30Z"))
+    assert md.startswith("# upgrade on lab: succeeded") and "chart 1.8.6 -> 1.8.7" in md
+    assert "| pools | changed |" in md
+
+
+def test_files_are_0600_in_a_0700_folder(tmp_path):
+    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    folder, files = report_render.write_report(str(tmp_path / "artifacts"), rec)
+    assert os.path.basename(folder) == "upgrade-lab-20261129T020000Z"
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert [os.path.basename(f) for f in files] == ["report.html", "report.json", "report.md"]
+    assert all(stat.S_IMODE(os.stat(f).st_mode) == 0o600 for f in files)
+    assert json.loads(open(os.path.join(folder, "report.json")).read())["status"] == "succeeded"
+    assert not [n for n in os.listdir(folder) if n.startswith(".tmp")]
