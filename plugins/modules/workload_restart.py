@@ -43,6 +43,12 @@ options:
       - An ISO 8601 time. A workload whose live Pods all started at or after it is not restarted.
       - Without it (and without O(restarted_after_secret)) every run restarts, as C(kubectl) does.
     type: str
+  restart:
+    description:
+      - V(false) restarts nothing and only waits, as C(kubectl rollout status) does, until the
+        rollout of each workload is complete (for example after a Helm upgrade changed it).
+    type: bool
+    default: true
   restarted_after_secret:
     description:
       - Restart once per version of this Secret, so that a restart after a rotation happens once.
@@ -177,7 +183,8 @@ def restart_workloads(module):
             secret = read_secret_metadata(kube, ref["name"], ref.get("namespace") or params["namespace"])
         targets = restarter.find(params["namespace"], params["name"], params["label_selectors"])
         results = [restarter.restart(obj, module.check_mode, params["wait"], deadline,
-                                     restarted_after=after, secret=secret) for obj in targets]
+                                     restarted_after=after, secret=secret, restart=params["restart"])
+                   for obj in targets]
     finally:
         kube.close()
     result = dict(changed=any(r["restarted"] for r in results), workloads=results,
@@ -200,6 +207,7 @@ def main():
              name=dict(type="str"),
              label_selectors=dict(type="list", elements="str"),
              restarted_after=dict(type="str"),
+             restart=dict(type="bool", default=True),
              restarted_after_secret=dict(type="dict", no_log=False, options=dict(
                  name=dict(type="str", required=True),
                  namespace=dict(type="str"))),

@@ -12,6 +12,7 @@ import heapq
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import (
     TF_CONTROLLER_SELECTOR,
@@ -38,6 +39,8 @@ def slim_cluster(obj):
     status = obj.get("status") or {}
     return {"name": obj["metadata"]["name"], "phase": status.get("phase", ""),
             "pools": [p.get("name") for p in (obj.get("spec") or {}).get("gpuPools") or []],
+            # {pool entry: [components]} that tensorfusion.ops paused at a deadline (resumable)
+            "paused": paused_marker(obj),
             "conditions": [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
                            for c in status.get("conditions") or []]}
 

@@ -25,24 +25,40 @@ def finding(code, severity, obj, message):
 def _cluster_findings(data):
     out = []
     for tfc in data["clusters"]:
-        if tfc["phase"] != "Running":
+        # A cluster whose pools tensorfusion.ops paused is not Running either: ROLLOUT_PAUSED says why,
+        # and any other pool that is not Running still blocks through POOL_NOT_RUNNING.
+        if tfc["phase"] != "Running" and not tfc.get("paused"):
             out.append(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
                                "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
                                "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")))
     return out
 
 
+def paused_by_us(data):
+    """{GPUPool name: [components]} that tensorfusion.ops paused at a deadline, from the clusters' marker."""
+    return dict(("%s-%s" % (tfc["name"], pool), comps)
+                for tfc in data["clusters"] for pool, comps in (tfc.get("paused") or {}).items())
+
+
 def _pool_findings(data):
     out = []
+    paused = paused_by_us(data)
     for pool in data["pools"]:
         name = "gpupool/%s" % pool["name"]
-        if pool["phase"] != "Running":
+        if paused.get(pool["name"]):
+            out.append(finding("ROLLOUT_PAUSED", "warning", name,
+                               "GPUPool %s: the %s rollout was paused by tensorfusion.ops when a deadline "
+                               "ended its wait; the next run of the same change resumes and finishes it" % (
+                                   pool["name"], ", ".join(paused[pool["name"]]))))
+        if pool["phase"] != "Running" and not paused.get(pool["name"]):
             out.append(finding("POOL_NOT_RUNNING", "blocking", name,
                                "GPUPool %s is %s: a pool is Running only when all its GPUNodes are; "
                                "do not start a change before it is" % (pool["name"], pool["phase"] or "without a phase")))
         for comp, state in sorted(pool["components"].items()):
             # An in-progress hash next to a synced status is a campaign the operator abandoned
             # (its hash went back before it started); only an unsynced one is running.
+            if comp in paused.get(pool["name"], []):
+                continue  # reported once above as ROLLOUT_PAUSED
             if state["in_progress"] and not state["synced"]:
                 out.append(finding("ROLLOUT_IN_PROGRESS", "blocking", name,
                                    "GPUPool %s: a %s rollout (campaign %s) is in progress at %d%%; "

@@ -82,17 +82,20 @@ class Restarter:
                 return rs["metadata"]["name"]
         return None
 
-    def restart(self, obj, check_mode, wait, deadline, restarted_after=None, secret=None):
+    def restart(self, obj, check_mode, wait, deadline, restarted_after=None, secret=None, restart=True):
         """Restart one workload unless every Pod already started after ``restarted_after``, or the
-        Pod template already records a restart for this version of ``secret``. Either way, with
-        ``wait``, return only once its rollout is complete."""
+        Pod template already records a restart for this version of ``secret``, or ``restart`` is
+        false (``kubectl rollout status`` only). Either way, with ``wait``, return only once its
+        rollout is complete."""
         meta = obj["metadata"]
         annotations = workloads.template_annotations(obj)
         item = {"kind": self.kind, "namespace": meta["namespace"], "name": meta["name"],
                 "old_revision": self.revision(obj), "restarted": False,
                 "previous_restarted_at": annotations.get(workloads.RESTARTED_AT)}
         extra = {}
-        if secret is not None:
+        if not restart:
+            skip, reason = True, "no restart requested: rollout status only"
+        elif secret is not None:
             key, version = workloads.secret_annotation(secret)
             extra[key] = version
             skip = annotations.get(key) == version
