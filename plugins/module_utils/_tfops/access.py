@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection's own access: a ServiceAccount bound to the ClusterRoles / Roles of chosen
+runbooks (the manifests of docs/rbac), and a kubeconfig for its token written 0600.
+
+The token is read from a ``kubernetes.io/service-account-token`` Secret (filled by the token
+controller on every Kubernetes version) and goes only into the kubeconfig file: never into a
+result, a diff or an error message."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    ApiError,
+    InvalidInput,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
+
+RBAC_API = "rbac.authorization.k8s.io/v1"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
+BINDING_KIND = {"ClusterRole": "ClusterRoleBinding", "Role": "RoleBinding"}
+
+
+# ---- pure ---------------------------------------------------------------------------------------
+def desired_roles(manifests, role_namespace=None):
+    """The ClusterRoles and Roles to apply: validated, Roles moved to ``role_namespace`` if given,
+    the same role named twice (a runbook file shared by two runbooks) kept once."""
+    found = {}
+    for doc in manifests or []:
+        if not doc:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") not in BINDING_KIND:
+            raise InvalidInput("manifests hold only ClusterRole and Role objects, not %s" % (
+                doc.get("kind") if isinstance(doc, dict) else type(doc).__name__))
+        meta = doc.get("metadata") or {}
+        if not meta.get("name"):
+            raise InvalidInput("a %s in manifests has no metadata.name" % doc["kind"])
+        role = {"apiVersion": RBAC_API, "kind": doc["kind"],
+                "metadata": {"name": meta["name"], "labels": dict(meta.get("labels") or {}, **MANAGED_BY)},
+                "rules": copy.deepcopy(doc.get("rules") or [])}
+        if doc["kind"] == "Role":
+            namespace = role_namespace or meta.get("namespace")
+            if not namespace:
+                raise InvalidInput("Role %s has no namespace; set role_namespace" % meta["name"])
+            role["metadata"]["namespace"] = namespace
+        key = object_key(role)
+        if key in found and found[key]["rules"] != role["rules"]:
+            raise InvalidInput("%s is given twice with different rules" % describe(role))
+        found[key] = role
+    return [found[k] for k in sorted(found)]
+
+
+def binding_for(role, service_account, namespace):
+    """The (Cluster)RoleBinding of one role to the ServiceAccount; same name as the role."""
+    meta = {"name": role["metadata"]["name"], "labels": dict(role["metadata"]["labels"])}
+    if role["kind"] == "Role":
+        meta["namespace"] = role["metadata"]["namespace"]
+    return {"apiVersion": RBAC_API, "kind": BINDING_KIND[role["kind"]], "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"],
+                        "name": role["metadata"]["name"]},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]}
+
+
+def object_key(obj):
+    return (obj["kind"], obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+
+
+def describe(obj):
+    ns = obj["metadata"].get("namespace")
+    return "%s %s%s" % (obj["kind"], obj["metadata"]["name"], " in %s" % ns if ns else "")
+
+
+def comparable(obj):
+    """What of an object this module owns (so that server defaults never look like a change)."""
+    if obj is None:
+        return None
+    meta = obj.get("metadata") or {}
+    labels = dict((k, v) for k, v in (meta.get("labels") or {}).items() if k in (
+        "app.kubernetes.io/managed-by", "tensorfusion.ops/runbook"))
+    shown = {"kind": obj.get("kind"), "name": meta.get("name"), "labels": labels}
+    if meta.get("namespace"):
+        shown["namespace"] = meta["namespace"]
+    for field in ("rules", "roleRef", "subjects"):
+        if field in obj:
+            shown[field] = _normal(obj.get(field))
+    return shown
+
+
+def _normal(value):
+    """Rules / subjects as the API server returns them: empty lists and nulls dropped."""
+    if isinstance(value, dict):
+        return dict((k, _normal(v)) for k, v in value.items() if v not in (None, [], {}))
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def plan(existing, desired):
+    """'create', 'update', 'recreate' (a binding's roleRef cannot change) or 'none'."""
+    if existing is None:
+        return "create"
+    if comparable(existing) == comparable(desired):
+        return "none"
+    if "roleRef" in desired and _normal(existing.get("roleRef")) != _normal(desired["roleRef"]):
+        return "recreate"
+    return "update"
+
+
+def kubeconfig_text(server, ca_data, token, name):
+    """A kubeconfig for one token, as text (JSON is YAML); ``ca_data`` is base64 PEM or None."""
+    cluster = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    return json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": name,
+                       "clusters": [{"name": name, "cluster": cluster}],
+                       "users": [{"name": name, "user": {"token": token}}],
+                       "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]},
+                      indent=2, sort_keys=True) + "\n"
+
+
+# ---- files --------------------------------------------------------------------------------------
+def write_private(path, text, check_mode=False):
+    """Write ``text`` to ``path`` with mode 0600 (atomically; the temporary file is removed also
+    when writing fails). True when the file changed (content or mode)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        with open(path) as handle:
+            same = handle.read() == text
+        same = same and (os.stat(path).st_mode & 0o777) == 0o600
+    except OSError:
+        same = False
+    if same or check_mode:
+        return not same
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise InvalidInput("the folder of %s does not exist" % path)
+    fd, temp = tempfile.mkstemp(prefix=".tfops-", dir=folder)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return True
+
+
+def remove_file(path, check_mode=False):
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.exists(path):
+        return False
+    if not check_mode:
+        os.unlink(path)
+    return True
+
+
+# ---- the API ------------------------------------------------------------------------------------
+class Access:
+    """Applies and removes the ServiceAccount, its token Secret, the roles and the bindings."""
+
+    def __init__(self, kube, check_mode):
+        self.kube = kube
+        self.check_mode = check_mode
+        self.changes = []
+        self.diff = []
+
+    def _api(self, kind):
+        return self.kube.resource(kind, api_version="v1" if kind in ("ServiceAccount", "Secret") else RBAC_API)
+
+    def _desc(self, api, obj):
+        ns = obj["metadata"].get("namespace")
+        return "%s/%s%s" % (api.name, obj["metadata"]["name"], " in %s" % ns if ns else "")
+
+    def read(self, obj):
+        api = self._api(obj["kind"])
+        kwargs = {"name": obj["metadata"]["name"]}
+        if obj["metadata"].get("namespace"):
+            kwargs["namespace"] = obj["metadata"]["namespace"]
+        try:
+            return self.kube.call("get", self._desc(api, obj), api.get, **kwargs).to_dict()
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def apply(self, obj):
+        """Create or bring ``obj`` to its desired content; records the change."""
+        api = self._api(obj["kind"])
+        desc = self._desc(api, obj)
+        existing = self.read(obj)
+        action = plan(existing, obj)
+        self._record(action, obj, existing)
+        if action == "none" or self.check_mode:
+            return existing
+        ns = obj["metadata"].get("namespace")
+        if action == "recreate":
+            self.kube.call("delete", desc, api.delete, name=obj["metadata"]["name"], namespace=ns)
+            action = "create"
+        if action == "create":
+            return self.kube.call("create", desc, api.create, body=obj, namespace=ns).to_dict()
+        body = copy.deepcopy(existing)
+        for field in ("rules", "roleRef", "subjects"):
+            if field in obj:
+                body[field] = obj[field]
+        body["metadata"]["labels"] = dict(body["metadata"].get("labels") or {}, **obj["metadata"]["labels"])
+        return self.kube.call("update", desc, api.replace, body=body, namespace=ns).to_dict()
+
+    def remove(self, obj):
+        api = self._api(obj["kind"])
+        existing = self.read(obj)
+        if existing is None:
+            return
+        self._record("delete", obj, existing)
+        if not self.check_mode:
+            self.kube.call("delete", self._desc(api, obj), api.delete, name=obj["metadata"]["name"],
+                           namespace=obj["metadata"].get("namespace"))
+
+    def _record(self, action, obj, existing):
+        if action == "none":
+            return
+        self.changes.append({"action": action, "kind": obj["kind"], "name": obj["metadata"]["name"],
+                             "namespace": obj["metadata"].get("namespace")})
+        self.diff.append({"before_header": describe(obj), "after_header": describe(obj),
+                          "before": comparable(existing) or {},
+                          "after": {} if action == "delete" else comparable(obj)})
+
+    def token(self, secret, deadline):
+        """(server, base64 CA, token) from the filled token Secret; waits for the controller."""
+        api = self._api("Secret")
+        found = {}
+
+        def filled(objects):
+            obj = objects.get((secret["metadata"]["namespace"], secret["metadata"]["name"]))
+            data = (obj or {}).get("data") or {}
+            if data.get("token"):
+                found.update(data)
+                return True, "filled"
+            return False, "the token controller has not filled Secret %s in %s yet (is it " \
+                "running, is its ServiceAccount there?)" % (secret["metadata"]["name"],
+                                                              secret["metadata"]["namespace"])
+        ObjectWatcher(self.kube, api, namespace=secret["metadata"]["namespace"],
+                      name=secret["metadata"]["name"]).wait(filled, deadline)
+        import base64
+        return base64.b64decode(found["token"]).decode("utf-8"), found.get("ca.crt")
+
+
+def service_account(name, namespace):
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
+
+
+def token_secret(name, service_account_name, namespace):
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
+                         "annotations": {"kubernetes.io/service-account.name": service_account_name}}}

@@ -1,0 +1,197 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rbac_access
+short_description: A ServiceAccount bound to the collection's RBAC, and a kubeconfig for its token
+version_added: 0.1.0
+description:
+  - Creates (or removes) a ServiceAccount, the ClusterRoles and Roles given in O(manifests) (the
+    files of C(docs/rbac), one per runbook; the role M(tensorfusion.ops.rbac) picks them) and one
+    binding per role to the ServiceAccount, with the binding named as its role.
+  - With O(kubeconfig_path), also a C(kubernetes.io/service-account-token) Secret for the
+    ServiceAccount (filled by Kubernetes' token controller; the module waits for it, watch-based,
+    within O(wait_timeout)) and a kubeconfig for that token, written with mode C(0600).
+  - The token never appears in the result, a diff or a message; only the kubeconfig file holds it.
+  - Idempotent; objects that differ are updated (a binding whose C(roleRef) changed is
+    re-created, as C(roleRef) cannot change).
+options:
+  state:
+    description: V(present) creates or updates; V(absent) removes everything named here.
+    type: str
+    choices: [present, absent]
+    default: present
+  service_account:
+    description: Name of the ServiceAccount.
+    type: str
+    default: tensorfusion-ops
+  namespace:
+    description: Namespace of the ServiceAccount and its token Secret. It must exist.
+    type: str
+    default: tensor-fusion-sys
+  manifests:
+    description:
+      - ClusterRole and Role objects (as dictionaries) to apply and bind. A role given twice (by
+        two runbooks) is applied once.
+    type: list
+    elements: dict
+    default: []
+  role_namespace:
+    description: Namespace for every Role of O(manifests) instead of their own (the release's namespace).
+    type: str
+  kubeconfig_path:
+    description:
+      - Write a kubeconfig for the ServiceAccount's token to this file (mode C(0600)). With
+        O(state=absent) the file is removed.
+    type: path
+  token_secret:
+    description: Name of the token Secret; defaults to C(<service_account>-token).
+    type: str
+  server:
+    description:
+      - API server URL written into the kubeconfig; defaults to the one this module talks to.
+    type: str
+  wait_timeout:
+    description: Seconds to wait for the token controller to fill the token Secret.
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+attributes:
+  check_mode:
+    support: full
+    description: Reads every object and says what it would create, change or delete; writes nothing.
+  diff_mode:
+    support: full
+    description: Shows names, labels, rules, role references and subjects before and after (never a token).
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Talks to the Kubernetes API.
+notes:
+  - The credentials running this module need to create ServiceAccounts, Secrets, ClusterRoles,
+    Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every
+    permission the manifests grant: a cluster administrator runs it once.
+seealso:
+  - name: The collection's RBAC, per runbook
+    description: docs/rbac/README.md of the collection.
+    link: https://github.com/NexusGPU/tensorfusion-ops/tree/main/docs/rbac
+author:
+  - TensorFusion ops maintainers (@NexusGPU)
+"""
+
+EXAMPLES = r"""
+- name: A ServiceAccount for AWX with the precheck runbook's read-only rights
+  tensorfusion.ops.rbac_access:
+    service_account: tfops-precheck
+    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/precheck.yml') | ansible.builtin.from_yaml_all }}"
+    kubeconfig_path: /secure/tfops-precheck.kubeconfig
+
+- name: Remove it again
+  tensorfusion.ops.rbac_access:
+    state: absent
+    service_account: tfops-precheck
+    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/precheck.yml') | ansible.builtin.from_yaml_all }}"
+    kubeconfig_path: /secure/tfops-precheck.kubeconfig
+"""
+
+RETURN = r"""
+changes:
+  description: What was (or in check mode would be) created, updated, re-created or deleted.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"action": "create", "kind": "ClusterRole", "name": "tensorfusion-ops-precheck", "namespace": null}]
+roles:
+  description: The roles bound to the ServiceAccount, as C(Kind/name) or C(Kind/namespace/name).
+  returned: always
+  type: list
+  elements: str
+  sample: ["ClusterRole/tensorfusion-ops-precheck", "Role/tensor-fusion-sys/tensorfusion-ops-precheck"]
+service_account:
+  description: C(namespace/name) of the ServiceAccount.
+  returned: always
+  type: str
+  sample: tensor-fusion-sys/tensorfusion-ops
+kubeconfig_path:
+  description: The kubeconfig file written (or removed), when O(kubeconfig_path) was given.
+  returned: when O(kubeconfig_path) was given
+  type: str
+api_server:
+  description: The API server this module talked to.
+  returned: always
+  type: str
+"""
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
+
+
+def grant(module):
+    params = module.params
+    roles = access.desired_roles(params["manifests"], params.get("role_namespace"))
+    sa_name, namespace = params["service_account"], params["namespace"]
+    sa = access.service_account(sa_name, namespace)
+    secret = access.token_secret(params.get("token_secret") or "%s-token" % sa_name, sa_name, namespace)
+    objects = [sa] + roles + [access.binding_for(r, sa_name, namespace) for r in roles]
+    if params.get("kubeconfig_path"):
+        objects.append(secret)
+    kube = tfmodule.connect(module)
+    try:
+        work = access.Access(kube, module.check_mode)
+        file_changed = False
+        if params["state"] == "present":
+            for obj in objects:
+                work.apply(obj)
+            if params.get("kubeconfig_path") and not module.check_mode:
+                token, ca_data = work.token(secret, Deadline(timeout=params["wait_timeout"]))
+                module.no_log_values.add(token)
+                text = access.kubeconfig_text(params.get("server") or kube.server, ca_data, token, sa_name)
+                file_changed = access.write_private(params["kubeconfig_path"], text)
+            elif params.get("kubeconfig_path"):
+                file_changed = not _exists(params["kubeconfig_path"])
+        else:
+            for obj in reversed(objects):
+                work.remove(obj)
+            if params.get("kubeconfig_path"):
+                file_changed = access.remove_file(params["kubeconfig_path"], module.check_mode)
+    finally:
+        kube.close()
+    result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,
+              "roles": ["/".join(p for p in (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"]) if p)
+                        for r in roles],
+              "service_account": "%s/%s" % (namespace, sa_name), "api_server": kube.server}
+    if params.get("kubeconfig_path"):
+        result["kubeconfig_path"] = params["kubeconfig_path"]
+    if module._diff:
+        result["diff"] = work.diff
+    return result
+
+
+def _exists(path):
+    import os
+    return os.path.exists(os.path.expanduser(path))
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(state=dict(type="str", default="present", choices=["present", "absent"]),
+             service_account=dict(type="str", default="tensorfusion-ops"),
+             namespace=dict(type="str", default="tensor-fusion-sys"),
+             manifests=dict(type="list", elements="dict", default=[]),
+             role_namespace=dict(type="str"),
+             kubeconfig_path=dict(type="path"),
+             token_secret=dict(type="str", no_log=False),
+             server=dict(type="str"),
+             wait_timeout=dict(type="int", default=60)),
+        supports_check_mode=True)
+    tfmodule.run(module, grant)
+
+
+if __name__ == "__main__":
+    main()
