@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that turn the runbooks' flat, survey-friendly variables into role input."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+COMPONENTS = ("hypervisor", "worker", "client")
+
+
+def survey_list(value):
+    """A list as it is, a survey's text answer (comma- or newline-separated) as a list, None as []."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if v not in (None, "")]
+    if isinstance(value, str):
+        return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
+    raise AnsibleFilterError("expected a list or a comma-separated string, not %r" % (value,))
+
+
+def _merge(base, over):
+    out = dict(base)
+    for key, value in (over or {}).items():
+        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", client_image="",
+                 batch_percentage=None, batch_interval=None, auto_update=True):
+    """gpupool_rollout options per pool: ``pools`` (names or dicts with name/pool, cluster,
+    components, rolling_update) with the flat images and policy as defaults; with no pools and
+    an image, every pool of ``all_pools``. A component whose image is set gets its autoUpdate flag
+    turned on unless the pool's rolling_update says otherwise (the operator never rolls a
+    component whose flag is false)."""
+    flat = dict((c, {"image": img}) for c, img in zip(COMPONENTS, (hypervisor_image, worker_image, client_image))
+                if img)
+    policy = dict((k, v) for k, v in (("batch_percentage", batch_percentage), ("batch_interval", batch_interval))
+                  if v not in (None, ""))
+    if isinstance(policy.get("batch_percentage"), str):
+        if not policy["batch_percentage"].strip().isdigit():
+            raise AnsibleFilterError("batch_percentage must be a whole number, not %r" % batch_percentage)
+        policy["batch_percentage"] = int(policy["batch_percentage"])
+    items = pools if isinstance(pools, (list, tuple)) else survey_list(pools)
+    if not items and (flat or policy):
+        items = survey_list(all_pools)
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            item = {"pool": item}
+        if not isinstance(item, dict) or not (item.get("pool") or item.get("name")):
+            raise AnsibleFilterError("each pool needs a name (or pool), not %r" % (item,))
+        unknown = set(item) - set(["name", "pool", "cluster", "components", "rolling_update"])
+        if unknown:
+            raise AnsibleFilterError("pool %s: unknown keys %s (name, cluster, components, rolling_update)" % (
+                item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
+        components = _merge(flat, item.get("components"))
+        unknown = set(components) - set(COMPONENTS)
+        if unknown:
+            raise AnsibleFilterError("pool %s: unknown components %s" % (
+                item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
+        rolling = dict(policy)
+        if auto_update:
+            for comp in COMPONENTS:
+                if (components.get(comp) or {}).get("image"):
+                    rolling["auto_update_%s" % comp] = True
+        rolling.update(item.get("rolling_update") or {})
+        entry = {"pool": item.get("pool") or item.get("name"), "components": components, "rolling_update": rolling}
+        if item.get("cluster"):
+            entry["cluster"] = item["cluster"]
+        out.append(entry)
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {"pool_updates": pool_updates, "survey_list": survey_list}
