@@ -1,0 +1,58 @@
+"""Running contenders as child processes: wall time and the peak RSS of that child alone
+(``os.wait4``), plus the small helpers every part shares (medians, tables, the lab's clients)."""
+import os
+import threading
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def run_measured(cmd, env=None, cwd=None):
+    """Like run_child, with the child's own peak RSS (wait4 on its pid)."""
+    started = time.monotonic()
+    with open(os.devnull, "rb") as devnull:
+        proc = subprocess.Popen(cmd, stdin=devnull, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, cwd=cwd)
+        chunks_out, chunks_err = [], []
+        t_err = threading.Thread(target=lambda: chunks_err.append(proc.stderr.read()))
+        t_err.start()
+        chunks_out.append(proc.stdout.read())
+        t_err.join()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.monotonic() - started
+    return (elapsed, usage.ru_maxrss / 1024.0, proc.returncode,
+            b"".join(chunks_out).decode(errors="replace"), b"".join(chunks_err).decode(errors="replace"))
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(value, digits=2):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def table(title, header, rows):
+    widths = [max(len(fmt(r[i])) for r in [header] + rows) for i in range(len(header))]
+    lines = [title]
+    for row in [header] + rows:
+        lines.append("  ".join(fmt(c).ljust(w) if i == 0 else fmt(c).rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def module_env():
+    from lab import paths
+    return dict(os.environ, PYTHONPATH=str(paths.collections_link(REPO)))

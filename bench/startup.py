@@ -1,0 +1,77 @@
+"""Part 5, module start-up: one task of each module on a no-op (the cluster already as wanted),
+against ``ansible.builtin.ping``, each task looped ``--loops`` times in one playbook (the
+per-iteration time is what one task costs), plus each module's import time in a fresh
+interpreter (what lazy imports could save). ``tf_acceptance`` is left out: it always runs a test
+Pod, it has no no-op."""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from bench.completion import GPUPOOL, _kubectl, playbook
+from bench.proc import median, module_env, table
+
+MODULES = ["gpupool_rollout", "helm_release", "helm_snapshot", "helm_snapshot_info", "maintenance_lock",
+           "maintenance_window", "tf_acceptance", "tf_cluster_info", "workload_restart"]
+
+
+def _tasks(state, snapdir):
+    from lab import paths
+    pool = json.loads(subprocess.run([_kubectl(), "--kubeconfig", state["kubeconfig"], "get", "gpupool", GPUPOOL,
+                                      "-o", "json"], capture_output=True, text=True, check=True).stdout)
+    image = pool["spec"]["componentConfig"]["hypervisor"]["image"]
+    tfs = state["tensorfusion"]
+    kc = {"kubeconfig": state["kubeconfig"]}
+    return {
+        "ansible.builtin.ping": {},
+        "tensorfusion.ops.maintenance_window": {"start": "2000-01-01T00:00:00Z", "end": "2999-01-01T00:00:00Z"},
+        "tensorfusion.ops.helm_snapshot_info": {"dest": snapdir, **kc},
+        "tensorfusion.ops.helm_snapshot": {"dest": snapdir, "state": "absent", "bundle": "none-such", **kc},
+        "tensorfusion.ops.maintenance_lock": {"state": "released", **kc},
+        "tensorfusion.ops.workload_restart": {"restarted_after": "2000-01-01T00:00:00Z", **kc},
+        "tensorfusion.ops.gpupool_rollout": {"pool": "shared", "components": {"hypervisor": {"image": image}}, **kc},
+        "tensorfusion.ops.tf_cluster_info": {"workloads": False, **kc},
+        "tensorfusion.ops.helm_release": {"chart_repo_url": tfs["chart_repo"], "chart_version": tfs["chart_version"],
+                                          "binary_path": str(paths.helm_binary("3")), **kc},
+    }
+
+
+def import_seconds(module, repeats=3):
+    code = ("import time; t = time.perf_counter(); "
+            "import ansible_collections.tensorfusion.ops.plugins.modules.%s; print(time.perf_counter() - t)" % module)
+    vals = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=module_env(), check=True)
+        vals.append(float(out.stdout.strip()))
+    return median(vals)
+
+
+def run(state, loops=5):
+    with tempfile.TemporaryDirectory(prefix="tfops-bench-startup-") as tmp:
+        tasks = _tasks(state, tmp)
+        play = [{"name": "One no-op task per module", "hosts": "localhost", "gather_facts": False,
+                 "tasks": [{"name": action, action: args, "loop": list(range(loops)), "register": "r",
+                            "failed_when": "r.changed or r.failed | default(false)"}
+                           for action, args in tasks.items()]}]
+        path = Path(tmp) / "startup.yml"
+        path.write_text(yaml.safe_dump(play, sort_keys=False))
+        _ended, times, _proc = playbook(str(path), {})
+    per = {}
+    for task in times["tasks"]:
+        per[task["task"]] = (task["end"] - task["start"]) / loops
+    ping = per.get("ansible.builtin.ping")
+    rows = {}
+    for name, secs in per.items():
+        short = name.split(".")[-1]
+        rows[name] = {"seconds_per_task": secs, "over_ping": secs / ping if ping else None,
+                      "import_seconds": import_seconds(short) if short in MODULES else None}
+    return {"loops": loops, "tasks": rows, "not_measured": {"tf_acceptance": "runs a test Pod every time: no no-op"}}
+
+
+def render(report):
+    rows = [[name, r["seconds_per_task"], r["over_ping"], r["import_seconds"]] for name, r in report["tasks"].items()]
+    return table("5. module start-up, no-op task (median of %d loop iterations; import = fresh interpreter)"
+                 % report["loops"], ["", "s/task", "x ping", "import s"], rows)

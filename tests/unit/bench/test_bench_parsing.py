@@ -1,0 +1,68 @@
+"""The benchmarks' own parsing: the API server's request counter, the operator double's status
+writes, and the merged rollout time (bench/ is never run by the test suite)."""
+from bench import apimetrics, oplog
+from bench.runbook import rollout_seconds
+
+METRICS = """# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="tensor-fusion.ai",resource="gpupools",scope="resource",subresource="",verb="GET",version="v1"} 7
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="tensor-fusion.ai",resource="gpupools",scope="resource",subresource="",verb="GET",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="",verb="GET",version=""} 4
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="status",verb="PATCH",version="v1"} 1.2e+03
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="tensor-fusion.ai",resource="tensorfusionclusters",scope="resource",subresource="",verb="PATCH",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="tensor-fusion.ai",resource="tensorfusionclusters",scope="resource",subresource="status",verb="PATCH",version="v1"} 9
+apiserver_request_duration_seconds_bucket{verb="GET",le="0.1"} 99
+"""
+
+
+def test_parse_sums_codes_and_reads_exponents():
+    counts = apimetrics.parse(METRICS)
+    assert counts[("GET", "tensor-fusion.ai", "gpupools", "")] == 8
+    assert counts[("PATCH", "", "pods", "status")] == 1200
+    assert counts[("GET", "", "", "")] == 4
+    assert len(counts) == 5  # other metric families are ignored
+
+
+def test_delta_takes_off_the_first_scrape():
+    before = apimetrics.parse(METRICS)
+    after = before.copy()
+    after[("GET", "", "", "")] += 3  # the first scrape's GET /metrics and two discovery GETs
+    after[("WATCH", "tensor-fusion.ai", "gpupools", "")] += 1
+    assert apimetrics.delta(before, after) == {("GET", "", "", ""): 2, ("WATCH", "tensor-fusion.ai", "gpupools", ""): 1}
+    assert apimetrics.delta(before, before) == {}
+
+
+def test_contender_requests_counts_reads_and_spec_writes_only():
+    counts = apimetrics.parse(METRICS)
+    # reads 8 + 4, the TFC spec PATCH 2; the status writes of the double and the kubelet are not ours
+    assert apimetrics.contender_requests(counts) == 14
+    assert apimetrics.by_verb(counts)["PATCH tensorfusionclusters/status"] == 9
+
+
+LOG = """2026-11-29 18:23:20,100 INFO tf-operator pool tensor-fusion-shared hypervisor: batch 1
+2026-11-29 18:23:20,200 INFO tf-operator status-write pool=tensor-fusion-shared component=hypervisor hash=bbbb progress=0 synced=false sent=100.000000 acked=100.010000
+2026-11-29 18:23:22,200 INFO tf-operator status-write pool=tensor-fusion-shared component=hypervisor hash=bbbb progress=50 synced=false sent=102.000000 acked=102.010000
+2026-11-29 18:23:24,200 INFO tf-operator status-write pool=tensor-fusion-shared component=hypervisor hash=bbbb progress=100 synced=true sent=104.000000 acked=104.020000
+2026-11-29 18:23:24,300 INFO tf-operator status-write pool=tensor-fusion-other component=hypervisor hash=cccc progress=0 synced=false sent=103.000000 acked=103.010000
+2026-11-29 18:23:26,300 INFO tf-operator status-write pool=tensor-fusion-other component=hypervisor hash=cccc progress=100 synced=true sent=106.000000 acked=106.010000
+"""
+
+
+def test_status_writes_and_campaign():
+    writes = oplog.status_writes(LOG)
+    assert len(writes) == 5
+    assert writes[2] == {"pool": "tensor-fusion-shared", "component": "hypervisor", "hash": "bbbb", "progress": 100,
+                         "synced": True, "sent": 104.0, "acked": 104.02}
+    first, final = oplog.campaign(writes, "tensor-fusion-shared", "hypervisor", "aaaa")
+    assert (first["sent"], final["acked"]) == (100.0, 104.02)
+    assert oplog.campaign(writes, "tensor-fusion-shared", "hypervisor", "bbbb") == (None, None)
+    first, final = oplog.campaign(writes[:2], "tensor-fusion-shared", "hypervisor", "aaaa")
+    assert first is not None and final is None  # still rolling
+
+
+def test_rollout_seconds_merges_overlapping_campaigns():
+    writes = oplog.status_writes(LOG)
+    total, campaigns = rollout_seconds(writes, 0, 200)
+    assert campaigns == 2
+    assert abs(total - 6.01) < 1e-6  # 100.0 .. 106.01, the two campaigns overlap
+    assert rollout_seconds(writes, 105, 200) == (0.0, 0)
