@@ -43,7 +43,7 @@ def _message(results):
     return ""
 
 
-def build_steps(marks, results, ended, failed_step=None):
+def build_steps(marks, results, ended, failed_steps=()):
     """Steps in the order they began; a step ends when the next one begins (the last at ``ended``)."""
     steps = []
     for i, mark in enumerate(marks):
@@ -52,7 +52,7 @@ def build_steps(marks, results, ended, failed_step=None):
         end = marks[i + 1]["at"] if i + 1 < len(marks) else ended
         started, finished = parse_time(mark["at"]), parse_time(end)
         status = step_status(results.get(mark["step"]))
-        if mark["step"] == failed_step:
+        if mark["step"] in failed_steps:
             status = "failed"
         steps.append({"name": mark["step"], "started": mark["at"], "ended": end,
                       "seconds": round(max(0.0, (finished - started).total_seconds()), 3),
@@ -150,16 +150,18 @@ def build_record(params, ended):
     results = params.get("results") or {}
     error = params.get("error") or None
     marks = params.get("steps") or []
-    failed_step = (error or {}).get("step") or None
-    steps = build_steps(marks, results, ended, failed_step)
+    failed_steps = set((error or {}).get("failed_steps") or [])
+    if (error or {}).get("step"):
+        failed_steps.add(error["step"])
+    steps = build_steps(marks, results, ended, failed_steps)
     paused = paused_pools(results.get("pools"))
-    rollback = results.get("rollback")
-    rollback_ran = isinstance(rollback, dict) and not rollback.get("skipped")
+    rollback = results.get("rollback") if isinstance(results.get("rollback"), dict) else {}
+    rollback_ran = any(s["name"] == "rollback" for s in steps) or bool(rollback and not rollback.get("skipped"))
     rollback_ok = rollback_ran and not rollback.get("failed") and \
-        step_status(results.get("verify_after_rollback")) != "failed"
+        not failed_steps & set(["rollback", "verify_after_rollback"])
     status = decide_status(steps, error, paused, rollback_ran, rollback_ok)
     started = params.get("started") or (marks[0]["at"] if marks else ended)
-    after_info = results.get("verify") if rollback is None else results.get("verify_after_rollback")
+    after_info = results.get("verify_after_rollback") if rollback_ran else results.get("verify")
     record = {
         "schema": 1,
         "playbook": params["playbook"],
@@ -203,7 +205,7 @@ def summary_line(record):
     after = record["versions"]["after"].get("chart_version") or "?"
     text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
             "rolled_back": "failed, rolled back to the snapshot and verified",
-            "rollback_failed": "failed, and the rollback failed too",
+            "rollback_failed": "the rollback failed: see the error and the steps",
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
             "failed": "failed before any change"}[record["status"]]
