@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import optimistic, rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
@@ -21,7 +21,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads 
 
 GROUP = "tensor-fusion.ai"
 OPERATOR_NAMESPACE = "tensor-fusion-sys"
-WRITE_ATTEMPTS = 8
 
 
 class Stalled(TfopsError):
@@ -59,18 +58,7 @@ class ClusterEditor:
     def update(self, transform):
         """Apply transform(tfc) -> tfc and write it; on a conflict re-read and re-apply, so a
         concurrent edit of another pool or field survives. Returns the written object."""
-        for _attempt in range(WRITE_ATTEMPTS):
-            current = self.read()
-            desired = transform(current)
-            try:
-                return self.kube.call("replace", "tensorfusionclusters/%s" % self.name,
-                                      self.api.replace, body=desired, name=self.name).to_dict()
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-        raise ApiError("TensorFusionCluster %s kept changing under us (%d conflicting writes)" % (
-            self.name, WRITE_ATTEMPTS), status=409, verb="replace",
-            resource="tensorfusionclusters/%s" % self.name)
+        return optimistic.update(self.kube, self.api, transform, self.name)
 
 
 def pool_entry_transform(pool_name, change):

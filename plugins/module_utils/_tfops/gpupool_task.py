@@ -38,8 +38,9 @@ def validate(params):
     return deadline
 
 
-def _plan(params, template, marker):
-    """(new template, components whose hash changes, marker after) for the task's state."""
+def _plan(params, template, marker, change=None):
+    """(new template, components whose hash changes, marker after) for the task's state;
+    ``change`` (template -> template) replaces the task's components settings when given."""
     components = params.get("components") or {}
     policy = params.get("rolling_update") or {}
     named = [c for c in rollout.COMPONENTS if c in components]
@@ -51,7 +52,7 @@ def _plan(params, template, marker):
     if params["state"] == "resumed":
         return rollout.set_auto_update(template, affected, True), [], \
             [c for c in marker if c not in affected]
-    new = rollout.desired_spec_template(template, components, policy)
+    new = change(template) if change else rollout.desired_spec_template(template, components, policy)
     # Components this collection paused are resumed, unless the task sets their flag itself.
     resume = [c for c in marker if policy.get("auto_update_%s" % c) is None]
     new = rollout.set_auto_update(new, resume, True) if resume else new
@@ -71,7 +72,8 @@ def _diff(entry_name, before, after):
 
 
 class RolloutTask:
-    def __init__(self, kube, params, check_mode, deadline):
+    def __init__(self, kube, params, check_mode, deadline, template_change=None):
+        self.template_change = template_change
         self.kube = kube
         self.params = params
         self.check_mode = check_mode
@@ -87,7 +89,7 @@ class RolloutTask:
         gpupool = rollout.gpupool_name(tfc, index)
         template = tfc["spec"]["gpuPools"][index]["specTemplate"]
         marker = paused_marker(tfc).get(entry_name, [])
-        new, changed, new_marker = _plan(params, template, marker)
+        new, changed, new_marker = _plan(params, template, marker, self.template_change)
         spec_changed = new != template or new_marker != marker
         observer = PoolObserver(self.kube, gpupool)
         pool = observer.read_pool()
@@ -112,7 +114,7 @@ class RolloutTask:
         before = watcher.objects.get((None, gpupool)) or pool
         trackers = [rollout.CampaignTracker(c, before, changed=c in changed) for c in waits]
         if spec_changed:
-            editor.update(pool_entry_transform(entry_name, lambda t: _plan(params, t, marker)[0]))
+            editor.update(pool_entry_transform(entry_name, lambda t: _plan(params, t, marker, self.template_change)[0]))
             if new_marker != marker:
                 editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
         if not params["wait"] or not waits:

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""secret_rotate's decisions as pure functions: input checks, the versions of a Secret, which
+previous versions go, and what a result may show (names, key names and
+content digests, never a value)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+FAMILY_LABEL = "ops.tensor-fusion.ai/secret-family"
+FAMILY_ANNOTATION = "ops.tensor-fusion.ai/secret-family"
+DIGEST_ANNOTATION = "ops.tensor-fusion.ai/content-digest"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+POOL_COMPONENTS = ("hypervisor", "worker")  # the components whose Pods come from a podTemplate
+CONSUMER_KINDS = WORKLOAD_KINDS + ("TensorFusionCluster",)
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def family_label(base):
+    """A label value naming a Secret's family (label values stop at 63 characters)."""
+    if len(base) <= 63:
+        return base
+    return base[:46] + "-" + hashlib.sha256(base.encode()).hexdigest()[:16]
+
+
+def validate(params):
+    """Everything that can be refused without the cluster; raises InvalidInput."""
+    name = params["name"]
+    if not _DNS_NAME.match(name) or len(name) > 253:
+        raise InvalidInput("name %r is not a valid Secret name" % name)
+    if not params.get("data") and not params.get("string_data"):
+        raise InvalidInput("data or string_data must hold the new content")
+    keys = set(params.get("data") or {}) | set(params.get("string_data") or {})
+    bad = sorted(k for k in keys if not re.match(r"^[-._a-zA-Z0-9]+$", k))
+    if bad:
+        raise InvalidInput("invalid Secret key name(s): %s" % ", ".join(bad))
+    import base64
+    import binascii
+    for key, value in (params.get("data") or {}).items():
+        try:
+            base64.b64decode(str(value), validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput("data.%s is not base64 (use string_data for plain text)" % key)
+    if params["strategy"] == "versioned" and len(name) > 242:
+        raise InvalidInput("name is too long for a versioned Secret (at most 242 characters)")
+    if params.get("delete_old") and not params["wait"]:
+        raise InvalidInput("delete_old needs wait: the old Secret is deleted only after every "
+                           "consumer is verified on the new one")
+    if params.get("keep") is not None and params["keep"] < 0:
+        raise InvalidInput("keep must be 0 or more")
+    for index, consumer in enumerate(params.get("consumers") or []):
+        validate_consumer(consumer, index)
+    if params.get("unrolled_grace") is not None and params["unrolled_grace"] < 0:
+        raise InvalidInput("unrolled_grace must be 0 or more")
+
+
+def validate_consumer(consumer, index=0):
+    kind = consumer.get("kind")
+    where = "consumers[%d]" % index
+    if kind in WORKLOAD_KINDS:
+        if not consumer.get("name"):
+            raise InvalidInput("%s: a %s consumer needs name" % (where, kind))
+    elif kind == "TensorFusionCluster":
+        if not consumer.get("pool"):
+            raise InvalidInput("%s: a TensorFusionCluster consumer needs pool" % where)
+        if consumer.get("component") not in POOL_COMPONENTS:
+            raise InvalidInput("%s: component must be one of %s (the components whose Pods come "
+                               "from a podTemplate), not %s" % (
+                                   where, ", ".join(POOL_COMPONENTS), consumer.get("component")))
+    else:
+        raise InvalidInput("%s: kind must be one of %s, not %s" % (
+            where, ", ".join(CONSUMER_KINDS), kind))
+
+
+def content_view(name, data, secret_type):
+    """What a result may say about a Secret's content: its key names and a digest."""
+    return {"name": name, "type": secret_type, "keys": sorted(data or {}),
+            "digest": secretrefs.content_digest(data or {}, secret_type)}
+
+
+def version_metadata(base, data, secret_type):
+    """Labels and annotations that make a Secret one version of ``base``."""
+    return ({FAMILY_LABEL: family_label(base)},
+            {FAMILY_ANNOTATION: base, DIGEST_ANNOTATION: secretrefs.content_digest(data, secret_type)})
+
+
+def family_members(secrets, base):
+    """The Secrets that are versions of ``base`` (the base itself included), newest first."""
+    members = [s for s in secrets if s["metadata"]["name"] == base or (
+        (s["metadata"].get("annotations") or {}).get(FAMILY_ANNOTATION) == base)]
+    return sorted(members, key=lambda s: (s["metadata"].get("creationTimestamp") or "",
+                                          s["metadata"]["name"]), reverse=True)
+
+
+def previous_to_delete(members, current, keep, still_used):
+    """Names of previous versions to delete: not the current one, none still referenced by a
+    Pod or template, and not the newest ``keep`` previous ones (members come newest first)."""
+    previous = [m["metadata"]["name"] for m in members if m["metadata"]["name"] != current]
+    return [n for n in previous[keep or 0:] if n not in still_used]
+
+
+def repoint_template(template, old, new):
+    """A podTemplate (``{metadata, template: {metadata, spec}}``) with ``old`` renamed ``new``."""
+    template = copy.deepcopy(template or {})
+    inner = template.setdefault("template", {})
+    inner["spec"] = secretrefs.repoint(inner.get("spec") or {}, old, new)
+    return template
+
+
+def annotate_template(template, key, value):
+    """A podTemplate whose Pods carry ``key: value`` (changes the component's hash: a rollout)."""
+    template = copy.deepcopy(template or {})
+    meta = template.setdefault("template", {}).setdefault("metadata", {})
+    annotations = meta.get("annotations") or {}
+    annotations[key] = value
+    meta["annotations"] = annotations
+    return template

@@ -1,0 +1,299 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: secret_rotate
+short_description: Rotate a Secret in the documented order, verify its consumers, lose nothing
+version_added: 0.1.0
+description:
+  - Rotates the content of a Secret that TensorFusion components or other workloads consume, in
+    the product's order. Create the new Secret (O(strategy=versioned)) or update it in place after
+    keeping a copy of the old content (O(strategy=in_place)). Point the consumers at it or restart
+    them. Wait for their rollouts. Verify that every consumer's new Pods are Ready and run on the
+    new content. Only then, and only with O(delete_old), delete previous versions.
+  - Kubernetes restarts nothing when a Secret changes, and the chart's C(tf-cloud-vendor-credentials)
+    is never updated by C(helm upgrade); this module does the restarts.
+  - Consumers are Deployments, StatefulSets and DaemonSets, and GPU pool components (hypervisor,
+    worker) whose Pod template in the TensorFusionCluster names the Secret (env, envFrom, volume or
+    imagePullSecrets). They are given in O(consumers) or discovered by scanning the namespace's Pod
+    templates and the clusters' component templates.
+  - If any step fails, references are pointed back at the old Secret (or its old content is
+    written back), the old Secret stays, and the failure names the step and the consumer.
+  - Values never appear in results, diffs or logs. Results carry Secret names, key names and a
+    short content digest.
+options:
+  name:
+    description:
+      - Name of the Secret. With O(strategy=versioned), the base name of its versions, which are
+        named C(<name>-<digest>).
+    type: str
+    required: true
+  namespace:
+    description: Namespace of the Secret and its consumers.
+    type: str
+    default: tensor-fusion-sys
+  data:
+    description: New content, base64-encoded values by key. Never logged.
+    type: dict
+  string_data:
+    description: New content, plain values by key (merged over O(data)). Never logged.
+    type: dict
+  type:
+    description: Type of the Secret. Defaults to the current Secret's type, or C(Opaque).
+    type: str
+  strategy:
+    description:
+      - V(in_place) updates the Secret under its name, after keeping the old content in an
+        immutable copy C(<name>-<digest>), and restarts the consumers.
+      - V(versioned) creates an immutable Secret C(<name>-<digest>) and repoints the consumers
+        from whichever version they reference.
+    type: str
+    choices: [in_place, versioned]
+    default: in_place
+  consumers:
+    description: The consumers. Without them, they are discovered (see O(discover)).
+    type: list
+    elements: dict
+    suboptions:
+      kind:
+        description: What consumes the Secret.
+        type: str
+        required: true
+        choices: [Deployment, StatefulSet, DaemonSet, TensorFusionCluster]
+      name:
+        description:
+          - Name of the workload, or of the TensorFusionCluster (found when there is exactly one).
+        type: str
+      namespace:
+        description: Namespace of the workload; defaults to O(namespace).
+        type: str
+      pool:
+        description: For a TensorFusionCluster, the pool entry's name (or the GPUPool name).
+        type: str
+      component:
+        description: For a TensorFusionCluster, the component whose Pod template uses the Secret.
+        type: str
+        choices: [hypervisor, worker]
+  discover:
+    description:
+      - Also find consumers by scanning the namespace's workload templates and, in
+        C(tensor-fusion-sys), the clusters' component templates. Defaults to true when
+        O(consumers) is empty.
+    type: bool
+  delete_old:
+    description:
+      - After every consumer is verified, delete previous versions (keeping the newest O(keep)).
+        A version that a running Pod or a template still references is kept, with a warning.
+    type: bool
+    default: false
+  keep:
+    description: With O(delete_old), how many previous versions survive.
+    type: int
+    default: 0
+  delete_unrolled_pods:
+    description:
+      - For hypervisor consumers whose C(autoUpdateHypervisor) is false, the operator never rolls
+        a template change. With this option the Pods still on the old Secret after
+        O(unrolled_grace) are deleted and the operator recreates them from the current spec, as the
+        product docs allow. Without it, such a consumer is refused before anything is written.
+    type: bool
+    default: false
+  unrolled_grace:
+    description: Seconds to let the operator roll the Pods before deleting the unrolled ones.
+    type: int
+    default: 60
+  stall_timeout:
+    description: For pool components, fail when their rollout makes no progress for this long.
+    type: int
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
+  - tensorfusion.ops.wait
+attributes:
+  check_mode:
+    support: full
+    description: Lists the consumers found and what would be created, repointed, restarted and deleted.
+  diff_mode:
+    support: full
+    description: Shows references (versioned) or the content digest (in place) before and after.
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Talks to the Kubernetes API.
+notes:
+  - Helm release values are not repointed by this module; a chart-managed Secret with a fixed
+    name, such as C(tf-cloud-vendor-credentials), is rotated with O(strategy=in_place).
+author:
+  - TensorFusion ops maintainers (@NexusGPU)
+"""
+
+EXAMPLES = r"""
+- name: Rotate the cloud-vendor credentials and restart the controller
+  tensorfusion.ops.secret_rotate:
+    name: tf-cloud-vendor-credentials
+    string_data:
+      ak: "{{ vault_vendor_ak }}"
+      sk: "{{ vault_vendor_sk }}"
+    consumers:
+      - kind: Deployment
+        name: tensor-fusion-sys-controller
+    delete_old: true
+
+- name: New registry credential for the hypervisors of pool shared, old one removed after
+  tensorfusion.ops.secret_rotate:
+    name: registry-credentials
+    type: kubernetes.io/dockerconfigjson
+    strategy: versioned
+    string_data:
+      .dockerconfigjson: "{{ vault_dockerconfig | to_json }}"
+    consumers:
+      - kind: TensorFusionCluster
+        pool: shared
+        component: hypervisor
+    delete_old: true
+    deadline: "{{ window.deadline }}"
+"""
+
+RETURN = r"""
+api_server:
+  description: The API server the module talked to.
+  returned: always
+  type: str
+  sample: https://k8s.example.com:6443
+strategy:
+  description: The strategy used.
+  returned: always
+  type: str
+  sample: versioned
+namespace:
+  description: Namespace of the Secret.
+  returned: always
+  type: str
+  sample: tensor-fusion-sys
+secret:
+  description: The Secret the consumers use now; key names and a content digest, never values.
+  returned: always
+  type: dict
+  sample: {"name": "registry-credentials-3f2a9c1b7d", "type": "Opaque", "keys": ["ak", "sk"], "digest": "3f2a9c1b7d"}
+previous:
+  description: Previous versions moved away from (versioned) or the copy of the old content (in place).
+  returned: always
+  type: list
+  elements: str
+  sample: ["registry-credentials"]
+consumers:
+  description: The consumers found or given.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"kind": "Deployment", "namespace": "tensor-fusion-sys", "name": "tensor-fusion-sys-controller"}]
+restarts:
+  description: Consumers restarted for the new content (in place).
+  returned: when strategy is in_place
+  type: list
+  elements: str
+  sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller"]
+deleted:
+  description: Previous versions deleted (or that would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["registry-credentials"]
+steps:
+  description:
+    - Each step with its status (ok, failed) and time; C(restore) steps after a failure.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"step": "create", "status": "ok", "detail": "registry-credentials-3f2a9c1b7d", "seconds": 0.02}]
+failed_step:
+  description: The step that failed.
+  returned: failure
+  type: str
+  sample: verify
+failed_consumer:
+  description: The consumer whose step failed.
+  returned: failure
+  type: str
+  sample: Deployment tensor-fusion-sys/tensor-fusion-sys-controller
+restored:
+  description: What was put back after a failure.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller points at registry-credentials again"]
+"""
+
+import base64
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+    WAIT_ARG_SPEC,
+    deadline_from,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_plan import validate
+
+
+def hide_values(module):
+    """Every form a value can take in output: as given, encoded and decoded."""
+    for value in (module.params.get("string_data") or {}).values():
+        module.no_log_values.update([str(value), base64.b64encode(str(value).encode()).decode()])
+    for value in (module.params.get("data") or {}).values():
+        module.no_log_values.add(str(value))
+        try:
+            module.no_log_values.add(base64.b64decode(str(value)).decode())
+        except (ValueError, UnicodeDecodeError):
+            pass
+
+
+def rotate(module):
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_rotate_task import RotateTask
+    validate(module.params)
+    deadline = deadline_from(module.params)
+    kube = tfmodule.connect(module)
+    try:
+        task = RotateTask(kube, module.params, module.check_mode, deadline)
+        result = task.run()
+    finally:
+        kube.close()
+    for warning in task.warnings:
+        module.warn(warning)
+    if not module._diff:
+        result.pop("diff", None)
+    result["api_server"] = kube.server
+    return result
+
+
+def main():
+    module = tfmodule.new_module(
+        dict(name=dict(type="str", required=True),
+             namespace=dict(type="str", default="tensor-fusion-sys"),
+             data=dict(type="dict", no_log=True),
+             string_data=dict(type="dict", no_log=True),
+             type=dict(type="str"),
+             strategy=dict(type="str", default="in_place", choices=["in_place", "versioned"]),
+             consumers=dict(type="list", elements="dict", options=dict(
+                 kind=dict(type="str", required=True,
+                           choices=["Deployment", "StatefulSet", "DaemonSet", "TensorFusionCluster"]),
+                 name=dict(type="str"),
+                 namespace=dict(type="str"),
+                 pool=dict(type="str"),
+                 component=dict(type="str", choices=["hypervisor", "worker"]))),
+             discover=dict(type="bool"),
+             delete_old=dict(type="bool", default=False),
+             keep=dict(type="int", default=0, no_log=False),
+             delete_unrolled_pods=dict(type="bool", default=False),
+             unrolled_grace=dict(type="int", default=60),
+             stall_timeout=dict(type="int"),
+             **WAIT_ARG_SPEC),
+        supports_check_mode=True,
+        required_one_of=[("data", "string_data")])
+    hide_values(module)
+    tfmodule.run(module, rotate)
+
+
+if __name__ == "__main__":
+    main()

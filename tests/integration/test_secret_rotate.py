@@ -1,0 +1,239 @@
+"""secret_rotate against the lab: the chart's vendor credentials rotated in place with a real
+controller restart, a registry credential moved to a new version through the TensorFusionCluster
+(an operator rollout of the hypervisors), the old Secret deleted only after verification, a
+consumer that never becomes Ready leaving everything as it was, idempotence, and no value in the
+output at -vvv."""
+import base64
+import uuid
+
+import pytest
+from kubernetes import client
+
+from lab import tensorfusion as tf
+
+from .ansible_runner import run_playbook
+from .settle import settle
+from .test_lab import deployment, wait_for
+
+TASK = "Rotate"
+NS = "tensor-fusion-sys"
+GROUP, VERSION = "tensor-fusion.ai", "v1"
+TFC, POOL = "tensor-fusion", "shared"
+VENDOR = "tf-cloud-vendor-credentials"
+
+
+def rotate(lab, check=False, diff=False, verbose=False, **opts):
+    args = (["--check"] if check else []) + (["--diff"] if diff else []) + (["-vvv"] if verbose else [])
+    extra = {"lab_kubeconfig": lab["kubeconfig"]}
+    extra.update({"sr_" + k: v for k, v in opts.items()})
+    run = run_playbook("secret_rotate.yml", extra, args=args)
+    return run, run.task_results(TASK)
+
+
+def canary(tag):
+    return "canary-%s-%s" % (tag, uuid.uuid4().hex)
+
+
+def secret_data(api_client, name, ns=NS):
+    data = client.CoreV1Api(api_client).read_namespaced_secret(name, ns).data or {}
+    return dict((k, base64.b64decode(v).decode()) for k, v in data.items())
+
+
+def secret_names(api_client, ns=NS):
+    return {s.metadata.name for s in client.CoreV1Api(api_client).list_namespaced_secret(ns).items}
+
+
+def assert_no_value(text, values):
+    for value in values:
+        for form in (value, base64.b64encode(value.encode()).decode()):
+            assert form not in text, "a Secret value leaked into the output"
+
+
+def controller(api_client):
+    apps = client.AppsV1Api(api_client)
+    [dep] = apps.list_namespaced_deployment(NS, label_selector="tensor-fusion.ai/component=operator").items
+    return dep
+
+
+def live_pods(api_client, ns, selector):
+    pods = client.CoreV1Api(api_client).list_namespaced_pod(ns, label_selector=selector).items
+    return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+
+@pytest.fixture
+def ns(api_client):
+    core = client.CoreV1Api(api_client)
+    name = "sr-" + uuid.uuid4().hex[:6]
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
+def never_ready(api_client):
+    """Set the kubelet's never-Ready image pattern; removed afterwards."""
+    core = client.CoreV1Api(api_client)
+
+    def set_pattern(pattern):
+        core.create_namespaced_config_map("kube-system", {
+            "metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": pattern}})
+    yield set_pattern
+    try:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    except client.exceptions.ApiException:
+        pass
+
+
+def test_vendor_credentials_in_place_restart_verify_idempotent_and_quiet(lab, api_client):
+    settle(api_client)
+    original = secret_data(api_client, VENDOR)
+    ak, sk = canary("ak"), canary("sk")
+    dep = controller(api_client)
+    consumer = [{"kind": "Deployment", "name": dep.metadata.name}]
+    try:
+        run, res = rotate(lab, verbose=True, diff=True, name=VENDOR, string_data={"ak": ak, "sk": sk},
+                          consumers=consumer)
+        assert run.rc == 0, res.get("msg")
+        assert_no_value(run.stdout + run.stderr, [ak, sk])
+        assert res["changed"] is True
+        assert [s["step"] for s in res["steps"]] == ["backup", "update", "restart", "roll", "verify"]
+        assert res["restarts"] == ["Deployment %s/%s" % (NS, dep.metadata.name)]
+        assert res["secret"]["keys"] == ["ak", "sk"] and "digest" in res["secret"]
+        assert secret_data(api_client, VENDOR) == {"ak": ak, "sk": sk}
+        [backup] = res["previous"]
+        assert secret_data(api_client, backup) == original, "the old content is kept in a copy"
+        # the controller's Pods were restarted for this version of the Secret and are Ready
+        secret = client.CoreV1Api(api_client).read_namespaced_secret(VENDOR, NS)
+        version = "%s:%s" % (secret.metadata.uid, secret.metadata.resource_version)
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=operator")
+        assert pods and all(p.metadata.annotations.get("secret.ops.tensor-fusion.ai/" + VENDOR) == version
+                            for p in pods)
+        run, again = rotate(lab, name=VENDOR, string_data={"ak": ak, "sk": sk}, consumers=consumer)
+        assert run.rc == 0 and again["changed"] is False, again
+        assert [s["step"] for s in again["steps"]] == ["restart", "roll", "verify"]
+    finally:
+        # Back to the chart's content; previous versions (the copies) deleted after verification.
+        run, back = rotate(lab, name=VENDOR, string_data=original, consumers=consumer, delete_old=True)
+    assert run.rc == 0, back.get("msg")
+    assert secret_data(api_client, VENDOR) == original
+    assert not [n for n in secret_names(api_client) if n.startswith(VENDOR + "-")]
+    assert sorted(back["deleted"]) == sorted([backup, "%s-%s" % (VENDOR, res["secret"]["digest"])])
+
+
+def _hypervisor_template(api_client):
+    obj = client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
+    entry = [p for p in obj["spec"]["gpuPools"] if p["name"] == POOL][0]
+    return obj, entry["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
+
+
+def _set_pull_secrets(lab, api_client, names):
+    """Point the hypervisor template's imagePullSecrets at names (an operator rollout)."""
+    template = _hypervisor_template(api_client)[1]
+    template["template"]["spec"]["imagePullSecrets"] = [{"name": n} for n in names]
+    run = run_playbook("gpupool_rollout.yml", {
+        "lab_kubeconfig": lab["kubeconfig"], "gr_pool": POOL,
+        "gr_components": {"hypervisor": {"pod_template": template}},
+        "gr_rolling_update": {"auto_update_hypervisor": True, "batch_percentage": 50,
+                              "batch_interval": "1s"}})
+    assert run.rc == 0, run.stdout[-2000:]
+
+
+def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab, api_client):
+    settle(api_client)
+    tf.set_knobs(api_client, batchGapFloorSeconds=1)
+    core = client.CoreV1Api(api_client)
+    base = "regcred-" + uuid.uuid4().hex[:5]
+    old_value, new_value = canary("old"), canary("new")
+    core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": old_value}})
+    _, before = _hypervisor_template(api_client)
+    try:
+        _set_pull_secrets(lab, api_client, [base])
+        consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
+        run, res = rotate(lab, check=True, name=base, strategy="versioned",
+                          string_data={"token": new_value}, consumers=consumer, delete_old=True)
+        assert run.rc == 0 and res["changed"] is True and res["deleted"] == [base]
+        assert res["secret"]["name"] not in secret_names(api_client), "check mode creates nothing"
+
+        run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
+                          consumers=consumer, delete_old=True)
+        assert run.rc == 0, res.get("msg")
+        new = res["secret"]["name"]
+        assert [s["step"] for s in res["steps"]] == ["create", "repoint", "roll", "verify", "delete_old"]
+        assert res["previous"] == [base] and res["deleted"] == [base]
+        assert base not in secret_names(api_client), "old Secret deleted after verification"
+        assert secret_data(api_client, new) == {"token": new_value}
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")
+        assert pods and all([s.name for s in p.spec.image_pull_secrets] == [new] for p in pods)
+        assert all(p.status.phase == "Running" for p in pods)
+
+        run, again = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
+                            consumers=consumer, delete_old=True)
+        assert run.rc == 0 and again["changed"] is False, again
+    finally:
+        template = _hypervisor_template(api_client)[1]
+        template["template"]["spec"].pop("imagePullSecrets", None)
+        obj, _ = _hypervisor_template(api_client)
+        for entry in obj["spec"]["gpuPools"]:
+            if entry["name"] == POOL:
+                entry["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"] = before
+        client.CustomObjectsApi(api_client).replace_cluster_custom_object(
+            GROUP, VERSION, "tensorfusionclusters", TFC, obj)
+        for name in [n for n in secret_names(api_client) if n.startswith(base)]:
+            core.delete_namespaced_secret(name, NS)
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+    settle(api_client)
+
+
+def test_consumer_never_ready_keeps_old_secret_and_references(lab, api_client, ns, never_ready):
+    core = client.CoreV1Api(api_client)
+    apps = client.AppsV1Api(api_client)
+    image = "registry.lab/app:%s" % ns
+    core.create_namespaced_secret(ns, {"metadata": {"name": "app-cred"}, "stringData": {"pw": canary("pw")}})
+    body = deployment("web", image=image)
+    body["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "app-cred"}}]
+    apps.create_namespaced_deployment(ns, body)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web"
+             and (d.status.available_replicas or 0) == 2, namespace=ns)
+    never_ready(image.replace(".", r"\."))  # from now on new Pods of this image never get Ready
+    new_value = canary("new")
+    run, res = rotate(lab, name="app-cred", namespace=ns, strategy="versioned",
+                      string_data={"pw": new_value}, delete_old=True, wait_timeout=20)
+    assert run.rc != 0
+    assert res["failed_step"] == "roll" and res["failed_consumer"] == "Deployment %s/web" % ns
+    assert "ImagePullBackOff" in res["msg"] and "app-cred again" in res["msg"]
+    assert_no_value(run.stdout + run.stderr, [new_value])
+    template = apps.read_namespaced_deployment("web", ns).spec.template.spec
+    assert template.containers[0].env_from[0].secret_ref.name == "app-cred", "references restored"
+    assert "app-cred" in secret_names(api_client, ns), "the old Secret stays"
+    statuses = [s["status"] for s in res["steps"]]
+    assert statuses[:3] == ["ok", "ok", "failed"] and res["steps"][-1]["step"] == "restore"
+
+
+def test_discovery_finds_the_workloads_and_bad_input_changes_nothing(lab, api_client, ns):
+    core = client.CoreV1Api(api_client)
+    apps = client.AppsV1Api(api_client)
+    core.create_namespaced_secret(ns, {"metadata": {"name": "db"}, "stringData": {"pw": "x1"}})
+    for name, spec in (("envuser", {"env": [{"name": "PW", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}}]}),
+                       ("bystander", {})):
+        body = deployment(name, replicas=1)
+        body["spec"]["template"]["spec"]["containers"][0].update(spec)
+        apps.create_namespaced_deployment(ns, body)
+    run, res = rotate(lab, check=True, name="db", namespace=ns, strategy="versioned", string_data={"pw": "x2"})
+    assert run.rc == 0, res.get("msg")
+    assert [c["name"] for c in res["consumers"]] == ["envuser"]
+    before = {d.metadata.name: d.metadata.resource_version for d in apps.list_namespaced_deployment(ns).items}
+    secret_rv = core.read_namespaced_secret("db", ns).metadata.resource_version
+    bad = [({"strategy": "versioned", "string_data": {"pw": "x"}, "delete_old": True, "wait": False},
+            "delete_old needs wait"),
+           ({"data": {"pw": "not base64!"}}, "is not base64"),
+           ({"string_data": {"bad key": "x"}}, "invalid Secret key name"),
+           ({"string_data": {"pw": "x"}, "consumers": [{"kind": "TensorFusionCluster", "pool": "shared"}]},
+            "component must be one of"),
+           ({"string_data": {"pw": "x"}, "keep": -1}, "keep must be 0 or more")]
+    for opts, message in bad:
+        run, res = rotate(lab, name="db", namespace=ns, **opts)
+        assert run.rc != 0 and message in res["msg"], res.get("msg")
+    after = {d.metadata.name: d.metadata.resource_version for d in apps.list_namespaced_deployment(ns).items}
+    assert after == before and core.read_namespaced_secret("db", ns).metadata.resource_version == secret_rv
+    assert secret_names(api_client, ns) >= {"db"} and not [n for n in secret_names(api_client, ns)
+                                                            if n.startswith("db-")]
