@@ -28,7 +28,7 @@ class PlaybookRun:
         return found[-1]
 
 
-def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True):
+def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True, timeout=600):
     """ansible-playbook with the json callback; K8S_AUTH_* from the caller's env are dropped
     unless the test passes them, so each test controls its auth exactly."""
     base = {k: v for k, v in os.environ.items()
@@ -41,11 +41,13 @@ def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=Tr
                  "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
                  "ANSIBLE_PYTHON_INTERPRETER": sys.executable})
     base.update(env or {})
-    cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(PLAYBOOKS / playbook), *args]
+    # A collection playbook runs by its name (tensorfusion.ops.upgrade), as users run it.
+    target = playbook if playbook.startswith("tensorfusion.ops.") else str(PLAYBOOKS / playbook)
+    cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", target, *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=base, timeout=600, check=False)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=base, timeout=timeout, check=False)
         return PlaybookRun(proc, results.name)
     finally:
         os.unlink(results.name)
