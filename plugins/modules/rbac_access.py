@@ -21,9 +21,16 @@ description:
     re-created, as C(roleRef) cannot change).
 options:
   state:
-    description: V(present) creates or updates; V(absent) removes everything named here.
+    description:
+      - V(present) creates or updates; V(absent) removes everything named here.
+      - >-
+        V(verified) writes nothing and checks that the credentials this module runs with hold every
+        rule of O(manifests) (one C(SelfSubjectAccessReview) per verb, resource and name, which any
+        authenticated user may create). It fails with C(forbidden: <verb> <resource> ...) naming the
+        first missing permission and lists all of them in RV(missing). Runbooks run it first, so a
+        missing permission stops them before they change anything.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, verified]
     default: present
   service_account:
     description: Name of the ServiceAccount.
@@ -41,7 +48,9 @@ options:
     elements: dict
     default: []
   role_namespace:
-    description: Namespace for every Role of O(manifests) instead of their own (the release's namespace).
+    description:
+      - The release's namespace, for the Roles of O(manifests) written for C(tensor-fusion-sys)
+        (or without a namespace); Roles of other namespaces keep theirs.
     type: str
   kubeconfig_path:
     description:
@@ -75,7 +84,7 @@ attributes:
 notes:
   - The credentials running this module need to create ServiceAccounts, Secrets, ClusterRoles,
     Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every
-    permission the manifests grant: a cluster administrator runs it once.
+    permission the manifests grant; a cluster administrator runs it once.
 seealso:
   - name: The collection's RBAC, per runbook
     description: docs/rbac/README.md of the collection.
@@ -90,6 +99,11 @@ EXAMPLES = r"""
     service_account: tfops-precheck
     manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/precheck.yml') | ansible.builtin.from_yaml_all }}"
     kubeconfig_path: /secure/tfops-precheck.kubeconfig
+
+- name: Before the upgrade runbook changes anything, check that this token may do all of it
+  tensorfusion.ops.rbac_access:
+    state: verified
+    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/upgrade.yml') | ansible.builtin.from_yaml_all }}"
 
 - name: Remove it again
   tensorfusion.ops.rbac_access:
@@ -113,10 +127,16 @@ roles:
   elements: str
   sample: ["ClusterRole/tensorfusion-ops-precheck", "Role/tensor-fusion-sys/tensorfusion-ops-precheck"]
 service_account:
-  description: C(namespace/name) of the ServiceAccount.
+  description: C(namespace/name) of the ServiceAccount (none with O(state=verified)).
   returned: always
   type: str
   sample: tensor-fusion-sys/tensorfusion-ops
+missing:
+  description: With O(state=verified), every permission the credentials lack, as C(verb resource[/name] in namespace).
+  returned: when O(state=verified)
+  type: list
+  elements: str
+  sample: ["list secrets in tensor-fusion-sys"]
 kubeconfig_path:
   description: The kubeconfig file written (or removed), when O(kubeconfig_path) was given.
   returned: when O(kubeconfig_path) was given
@@ -130,11 +150,32 @@ api_server:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import Forbidden
+
+
+def verify(module, roles):
+    """Fail with the first missing permission (all of them in ``missing``); write nothing."""
+    kube = tfmodule.connect(module)
+    try:
+        missing = access.missing_access(kube, access.access_checks(roles))
+    finally:
+        kube.close()
+    texts = [access.check_text(m["attributes"]) for m in missing]
+    if missing:
+        first = missing[0]
+        raise Forbidden("forbidden: %s (%s needs it)%s" % (
+            texts[0], first["role"], "; also missing: %s" % ", ".join(texts[1:]) if texts[1:] else ""),
+            verb=first["attributes"]["verb"], resource=texts[0].split(" ", 1)[1],
+            missing=texts, api_server=kube.server)
+    return {"changed": False, "missing": [], "api_server": kube.server, "roles": role_names(roles),
+            "service_account": None}
 
 
 def grant(module):
     params = module.params
     roles = access.desired_roles(params["manifests"], params.get("role_namespace"))
+    if params["state"] == "verified":
+        return verify(module, roles)
     sa_name, namespace = params["service_account"], params["namespace"]
     sa = access.service_account(sa_name, namespace)
     secret = access.token_secret(params.get("token_secret") or "%s-token" % sa_name, sa_name, namespace)
@@ -163,14 +204,18 @@ def grant(module):
     finally:
         kube.close()
     result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,
-              "roles": ["/".join(p for p in (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"]) if p)
-                        for r in roles],
+              "roles": role_names(roles),
               "service_account": "%s/%s" % (namespace, sa_name), "api_server": kube.server}
     if params.get("kubeconfig_path"):
         result["kubeconfig_path"] = params["kubeconfig_path"]
     if module._diff:
         result["diff"] = work.diff
     return result
+
+
+def role_names(roles):
+    return ["/".join(p for p in (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"]) if p)
+            for r in roles]
 
 
 def _exists(path):
@@ -180,7 +225,7 @@ def _exists(path):
 
 def main():
     module = tfmodule.new_module(
-        dict(state=dict(type="str", default="present", choices=["present", "absent"]),
+        dict(state=dict(type="str", default="present", choices=["present", "absent", "verified"]),
              service_account=dict(type="str", default="tensorfusion-ops"),
              namespace=dict(type="str", default="tensor-fusion-sys"),
              manifests=dict(type="list", elements="dict", default=[]),

@@ -27,9 +27,13 @@ BINDING_KIND = {"ClusterRole": "ClusterRoleBinding", "Role": "RoleBinding"}
 
 
 # ---- pure ---------------------------------------------------------------------------------------
+DEFAULT_NAMESPACE = "tensor-fusion-sys"
+
+
 def desired_roles(manifests, role_namespace=None):
-    """The ClusterRoles and Roles to apply: validated, Roles moved to ``role_namespace`` if given,
-    the same role named twice (a runbook file shared by two runbooks) kept once."""
+    """The ClusterRoles and Roles to apply: validated, the Roles of the default release namespace
+    (tensor-fusion-sys) moved to ``role_namespace`` if given (Roles of other namespaces, such as
+    the chart's greptimedb, stay), the same role named twice kept once."""
     found = {}
     for doc in manifests or []:
         if not doc:
@@ -44,7 +48,9 @@ def desired_roles(manifests, role_namespace=None):
                 "metadata": {"name": meta["name"], "labels": dict(meta.get("labels") or {}, **MANAGED_BY)},
                 "rules": copy.deepcopy(doc.get("rules") or [])}
         if doc["kind"] == "Role":
-            namespace = role_namespace or meta.get("namespace")
+            namespace = meta.get("namespace")
+            if role_namespace and namespace in (None, DEFAULT_NAMESPACE):
+                namespace = role_namespace
             if not namespace:
                 raise InvalidInput("Role %s has no namespace; set role_namespace" % meta["name"])
             role["metadata"]["namespace"] = namespace
@@ -260,3 +266,54 @@ def token_secret(name, service_account_name, namespace):
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
             "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
                          "annotations": {"kubernetes.io/service-account.name": service_account_name}}}
+
+
+# ---- verifying that the running credentials hold a runbook's rules ------------------------------
+def access_checks(roles):
+    """Pure: one SelfSubjectAccessReview attribute set per verb, resource and name of the roles'
+    rules (a Role's in its namespace, a ClusterRole's cluster-wide), each with where it comes from."""
+    checks, seen = [], set()
+    for role in roles:
+        namespace = role["metadata"].get("namespace") if role["kind"] == "Role" else None
+        for rule in role.get("rules") or []:
+            if rule.get("nonResourceURLs"):
+                continue
+            for group in rule.get("apiGroups") or [""]:
+                for resource in rule.get("resources") or []:
+                    resource_name, _sep, sub = resource.partition("/")
+                    for verb in rule.get("verbs") or []:
+                        for name in rule.get("resourceNames") or [None]:
+                            attrs = {"verb": verb, "group": group, "resource": resource_name,
+                                     "subresource": sub or None, "name": name, "namespace": namespace}
+                            key = tuple(sorted(attrs.items(), key=lambda i: i[0]))
+                            if key in seen:
+                                continue
+                            seen.add(key)
+                            checks.append({"attributes": attrs, "role": describe(role)})
+    return checks
+
+
+def check_text(attrs):
+    """'list secrets in tensor-fusion-sys', 'get namespaces/kube-system', 'update leases.coordination.k8s.io/x in ns'."""
+    resource = attrs["resource"] + ("." + attrs["group"] if attrs["group"] else "")
+    if attrs.get("subresource"):
+        resource += "/" + attrs["subresource"]
+    if attrs.get("name"):
+        resource += "/" + attrs["name"]
+    where = " in %s" % attrs["namespace"] if attrs.get("namespace") else " (cluster-wide)"
+    return "%s %s%s" % (attrs["verb"], resource, where)
+
+
+def missing_access(kube, checks):
+    """The checks the running credentials fail (SelfSubjectAccessReview, which every
+    authenticated user may create). Reads only."""
+    api = kube.resource("SelfSubjectAccessReview", group="authorization.k8s.io")
+    missing = []
+    for check in checks:
+        attrs = dict((k, v) for k, v in check["attributes"].items() if v is not None)
+        body = {"apiVersion": api.group_version, "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attrs}}
+        review = kube.call("create", "selfsubjectaccessreviews", api.create, body=body).to_dict()
+        if not (review.get("status") or {}).get("allowed"):
+            missing.append(check)
+    return missing
