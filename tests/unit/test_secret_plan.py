@@ -1,0 +1,96 @@
+"""secret_rotate's pure decisions: input checks, versions, what goes, what a result may show."""
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import secret_plan as plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_consumers import pods_off_target
+
+
+def params(**over):
+    base = {"name": "regcred", "data": None, "string_data": {"token": "x"}, "strategy": "in_place",
+            "delete_old": False, "wait": True, "keep": 0, "consumers": None, "unrolled_grace": 60}
+    base.update(over)
+    return base
+
+
+@pytest.mark.parametrize("over,message", [
+    ({"name": "Not_A_Name"}, "not a valid Secret name"),
+    ({"string_data": None}, "data or string_data"),
+    ({"string_data": {"a b": "x"}}, "invalid Secret key name(s): a b"),
+    ({"string_data": None, "data": {"k": "%%%"}}, "data.k is not base64"),
+    ({"strategy": "versioned", "name": "a" * 243}, "too long for a versioned Secret"),
+    ({"delete_old": True, "wait": False}, "delete_old needs wait"),
+    ({"keep": -1}, "keep must be 0 or more"),
+    ({"consumers": [{"kind": "Deployment"}]}, "consumers[0]: a Deployment consumer needs name"),
+    ({"consumers": [{"kind": "TensorFusionCluster", "pool": "p", "component": "client"}]},
+     "component must be one of hypervisor, worker"),
+    ({"consumers": [{"kind": "Job", "name": "x"}]}, "kind must be one of"),
+])
+def test_bad_input(over, message):
+    with pytest.raises(InvalidInput) as err:
+        plan.validate(params(**over))
+    assert message in err.value.msg
+
+
+def test_good_input_passes():
+    plan.validate(params(data={"k": "eA=="}, consumers=[
+        {"kind": "StatefulSet", "name": "db"},
+        {"kind": "TensorFusionCluster", "pool": "shared", "component": "hypervisor"}]))
+
+
+def test_content_view_has_keys_and_digest_never_values():
+    view = plan.content_view("s", {"ak": "c2VjcmV0"}, "Opaque")
+    assert view["keys"] == ["ak"] and len(view["digest"]) == 10
+    assert "c2VjcmV0" not in str(view)
+
+
+def test_family_label_fits_a_label_value():
+    assert plan.family_label("short") == "short"
+    long = plan.family_label("x" * 100)
+    assert len(long) <= 63 and long != plan.family_label("x" * 99 + "y")
+
+
+def _secret(name, created, family=None):
+    annotations = {plan.FAMILY_ANNOTATION: family} if family else {}
+    return {"metadata": {"name": name, "creationTimestamp": created, "annotations": annotations}}
+
+
+def test_family_members_newest_first_and_previous_to_delete_keeps_n_and_used():
+    members = plan.family_members([
+        _secret("reg", "2026-01-01T00:00:00Z"), _secret("reg-a", "2026-02-01T00:00:00Z", "reg"),
+        _secret("reg-b", "2026-03-01T00:00:00Z", "reg"), _secret("other", "2026-04-01T00:00:00Z")], "reg")
+    assert [m["metadata"]["name"] for m in members] == ["reg-b", "reg-a", "reg"]
+    assert plan.previous_to_delete(members, "reg-b", 0, set()) == ["reg-a", "reg"]
+    assert plan.previous_to_delete(members, "reg-b", 1, set()) == ["reg"]
+    assert plan.previous_to_delete(members, "reg-b", 0, {"reg"}) == ["reg-a"]
+
+
+def test_repoint_and_annotate_templates_leave_the_input_alone():
+    template = {"template": {"spec": {"imagePullSecrets": [{"name": "old"}], "containers": [
+        {"name": "c", "envFrom": [{"secretRef": {"name": "old"}}]}]}}}
+    moved = plan.repoint_template(template, "old", "new")
+    assert moved["template"]["spec"]["imagePullSecrets"] == [{"name": "new"}]
+    assert moved["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"] == "new"
+    assert template["template"]["spec"]["imagePullSecrets"] == [{"name": "old"}]
+    marked = plan.annotate_template(template, "k", "v")
+    assert marked["template"]["metadata"]["annotations"] == {"k": "v"}
+    assert "metadata" not in template["template"]
+
+
+def _pod(name, secret=None, annotations=None, ready=True, deleting=False):
+    spec = {"containers": [{"name": "c"}]}
+    if secret:
+        spec["imagePullSecrets"] = [{"name": secret}]
+    meta = {"name": name, "annotations": annotations or {}}
+    if deleting:
+        meta["deletionTimestamp"] = "now"
+    return {"metadata": meta, "spec": spec, "status": {"conditions": [
+        {"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_pods_off_target():
+    pods = [_pod("a", "new"), _pod("b", "old"), _pod("c", "new", ready=False), _pod("d", "old", deleting=True)]
+    assert pods_off_target(pods, ("name", "new")) == [
+        ("b", "does not reference Secret new"), ("c", "not Ready")]
+    pods = [_pod("a", annotations={"k": "v1"}), _pod("b", annotations={"k": "v0"})]
+    assert pods_off_target(pods, ("annotation", "k", "v1")) == [("b", "started before the Secret was updated")]
