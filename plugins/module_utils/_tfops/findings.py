@@ -27,7 +27,8 @@ def _cluster_findings(data):
     for tfc in data["clusters"]:
         # A cluster whose pools tensorfusion.ops paused is not Running either: ROLLOUT_PAUSED says why,
         # and any other pool that is not Running still blocks through POOL_NOT_RUNNING.
-        if tfc["phase"] != "Running" and not tfc.get("paused"):
+        paused = [p for p in paused_by_us(data) if p.startswith(tfc["name"] + "-")]
+        if tfc["phase"] != "Running" and not paused:
             out.append(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
                                "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
                                "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")))
@@ -35,9 +36,17 @@ def _cluster_findings(data):
 
 
 def paused_by_us(data):
-    """{GPUPool name: [components]} that tensorfusion.ops paused at a deadline, from the clusters' marker."""
-    return dict(("%s-%s" % (tfc["name"], pool), comps)
-                for tfc in data["clusters"] for pool, comps in (tfc.get("paused") or {}).items())
+    """{GPUPool name: [components]} that tensorfusion.ops paused at a deadline and that are still
+    paused (autoUpdate off): the clusters' marker alone may outlive a run that turned the flag on."""
+    marked = dict(("%s-%s" % (tfc["name"], pool), comps)
+                  for tfc in data["clusters"] for pool, comps in (tfc.get("paused") or {}).items())
+    out = {}
+    for pool in data["pools"]:
+        comps = [c for c in marked.get(pool["name"], [])
+                 if not (pool["components"].get(c) or {}).get("auto_update")]
+        if comps:
+            out[pool["name"]] = comps
+    return out
 
 
 def _pool_findings(data):

@@ -111,10 +111,13 @@ def pool_progress(pool_results):
             continue
         entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
                                         "components": {}, "timeline": [], "nodes": {}, "paused": []})
+        # A component rolled in any call of the pool is followed to its state in the last call.
+        tracked = set(entry["components"]) | set(r.get("waited_for") or []) | set(r.get("changed_components") or [])
         for comp, item in (r.get("components") or {}).items():
-            if comp in (r.get("waited_for") or []) or comp in (r.get("changed_components") or []):
-                entry["components"][comp] = dict((k, item.get(k)) for k in (
-                    "before_hash", "after_hash", "progress", "synced") if k in item)
+            if comp in tracked:
+                first = entry["components"].get(comp) or {"before_hash": item.get("before_hash")}
+                entry["components"][comp] = dict(first, **dict((k, item.get(k)) for k in (
+                    "after_hash", "progress", "synced") if k in item))
         entry["timeline"].extend(e for e in r.get("timeline") or [] if isinstance(e, dict))
         entry["nodes"] = r.get("nodes") or entry["nodes"]
         entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []))

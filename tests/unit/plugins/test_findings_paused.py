@@ -30,6 +30,12 @@ def test_a_rollout_paused_by_us_is_a_warning():
     assert codes(picture("shared:hypervisor")) == [("ROLLOUT_PAUSED", "warning")]
 
 
+def test_a_marker_whose_flag_is_back_on_is_stale_and_ignored():
+    data = picture("shared:hypervisor")
+    data["pools"][0]["components"]["hypervisor"]["auto_update"] = True
+    assert ("ROLLOUT_IN_PROGRESS", "blocking") in codes(data) and ("ROLLOUT_PAUSED", "warning") not in codes(data)
+
+
 def test_a_rollout_in_progress_without_our_marker_blocks():
     assert ("ROLLOUT_IN_PROGRESS", "blocking") in codes(picture())
     assert ("POOL_NOT_RUNNING", "blocking") in codes(picture())

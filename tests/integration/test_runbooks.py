@@ -1,0 +1,240 @@
+"""The runbooks end to end on the lab, as users run them (ansible-playbook tensorfusion.ops.<name>):
+upgrade chart 1.8.6 -> 1.8.7 with a new hypervisor image, an idempotent second run, the failure
+path (automatic rollback), a window that ends mid-rollout (paused, resumable, finished by the next
+run), a fleet of two labs (canary, then wave) and the rollback runbook, which puts the session lab
+back to chart 1.8.6 and its original images."""
+import json
+import re
+import stat
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from lab import cluster
+from lab import tensorfusion as tf
+
+from .ansible_runner import run_playbook
+from .settle import settle
+
+NS, RELEASE, LEASE = "tensor-fusion-sys", "tensor-fusion-sys", "tensorfusion-ops-maintenance"
+HV = "tensorfusion/tensor-fusion-hypervisor:"
+V1, V2 = tf.V1, tf.V2
+STATE = {}  # shared along the module's ordered tests: the first snapshot (chart 1.8.6), timings
+
+
+@pytest.fixture(scope="module")
+def rb(lab, api_client, helm_bins, tmp_path_factory):
+    """Base variables of every run; afterwards the lab back to chart 1.8.6 and original images."""
+    tmp = tmp_path_factory.mktemp("runbooks")
+    base = {"tfops_kubeconfig": lab["kubeconfig"], "tfops_chart_repo": lab["tensorfusion"]["chart_repo"],
+            "tfops_helm_binary": helm_bins["3"], "tfops_artifacts_dir": str(tmp / "artifacts"),
+            "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_verify_acceptance_pod": False}
+    settle(api_client)
+    before = tfc_spec(api_client)
+    tf.set_knobs(api_client, batchGapFloorSeconds=1)
+    yield base
+    tf.set_knobs(api_client, batchGapFloorSeconds=None, slowNodes=None)
+    drop_kubelet_knobs(api_client)
+    if release_chart(api_client) != V1 and STATE.get("v1_snapshot"):
+        run_playbook("tensorfusion.ops.rollback", dict(base, tfops_snapshot=STATE["v1_snapshot"]), timeout=900)
+    assert release_chart(api_client) == V1
+    assert pool_template(tfc_spec(api_client))["componentConfig"] == pool_template(before)["componentConfig"]
+    settle(api_client)
+
+
+def drop_kubelet_knobs(api_client):
+    try:
+        client.CoreV1Api(api_client).delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def tfc_spec(api_client):
+    return client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")
+
+
+def pool_template(tfc):
+    return tfc["spec"]["gpuPools"][0]["specTemplate"]
+
+
+def release_chart(api_client):
+    secrets = client.CoreV1Api(api_client).list_namespaced_secret(
+        NS, label_selector=f"owner=helm,name={RELEASE},status=deployed").items
+    import base64
+    import gzip
+    newest = max(secrets, key=lambda s: int(s.metadata.labels["version"]))
+    data = json.loads(gzip.decompress(base64.b64decode(base64.b64decode(newest.data["release"]))))
+    return data["chart"]["metadata"]["version"]
+
+
+def lease_holder(api_client):
+    lease = client.CoordinationV1Api(api_client).read_namespaced_lease(LEASE, NS)
+    return lease.spec.holder_identity
+
+
+def report_of(run, host="localhost"):
+    rep = run.task_results("Write the report", host)
+    assert not rep.get("failed"), rep
+    return rep
+
+
+def check_files(rep):
+    folder = Path(rep["dir"])
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for name in ("report.json", "report.html", "report.md"):
+        path = folder / name
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        text = path.read_text()
+        # Values of the chart's Secrets never reach a report.
+        assert "token-from-cloud" not in text and "dummy" not in text
+    html = (folder / "report.html").read_text()
+    assert "<svg" in html and "<script" not in html and "<link" not in html
+    assert json.loads((folder / "report.json").read_text())["status"] == rep["status"]
+
+
+def upgrade_vars(rb, image, **extra):
+    return dict(rb, tfops_chart_version=V2, tfops_hypervisor_image=HV + image, tfops_batch_percentage=20, **extra)
+
+
+def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
+    run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0", tfops_verify_acceptance_pod=True),
+                       timeout=900)
+    assert run.rc == 0, run.stdout[-3000:]
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "succeeded" and rec["changed"]
+    assert (rec["versions"]["before"]["chart_version"], rec["versions"]["after"]["chart_version"]) == (V1, V2)
+    assert rec["versions"]["after"]["pools"]["tensor-fusion-shared"]["hypervisor"] == HV + "2.17.0"
+    assert [s["name"] for s in rec["steps"]] == ["lock", "window", "precheck", "snapshot", "upgrade", "pools",
+                                                 "verify", "unlock", "report"]
+    pool, = rec["pools"]
+    assert pool["components"]["hypervisor"]["progress"] == 100 and pool["timeline"]
+    assert re.search(r"tensor-fusion-shared: hypervisor \d+%, nodes \d+/10 updated, at ", run.stdout)
+    assert release_chart(api_client) == V2
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    assert lease_holder(api_client) is None
+    check_files(rep)
+    STATE["v1_snapshot"] = rec["snapshot"]["path"]
+    assert rec["snapshot"]["chart_version"] == V1
+
+    again = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0"), timeout=900)
+    assert again.rc == 0, again.stdout[-3000:]
+    assert "changed=0" in again.stdout.split("PLAY RECAP")[-1]
+    rep2 = report_of(again)
+    assert rep2["status"] == "unchanged" and not rep2["record"]["changed"]
+    # How long the steps before the pools take here: the window test sizes its window from it.
+    steps = dict((s["name"], s) for s in rep2["record"]["steps"])
+    STATE["before_pools"] = (datetime.fromisoformat(steps["pools"]["started"].replace("Z", "+00:00"))
+                             - datetime.fromisoformat(rep2["record"]["started"].replace("Z", "+00:00"))).total_seconds()
+
+
+def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_client):
+    client.CoreV1Api(api_client).create_namespaced_config_map("kube-system", {
+        "metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": "9.9.9-broken"}})
+    try:
+        run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "9.9.9-broken", tfops_stall_timeout=20),
+                           timeout=900)
+    finally:
+        drop_kubelet_knobs(api_client)
+    assert run.rc != 0
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "rolled_back" and rec["rollback"]["ok"], rec
+    assert rec["error"]["step"] == "pools" and "no progress" in rec["error"]["msg"]
+    assert [s["status"] for s in rec["steps"] if s["name"] == "pools"] == ["failed"]
+    assert "rollback" in [s["name"] for s in rec["steps"]]
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    assert release_chart(api_client) == V2
+    assert lease_holder(api_client) is None
+    check_files(rep)
+    assert "rolled back to the snapshot" in run.stdout
+    settle(api_client)
+
+
+def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api_client):
+    # Slow hypervisor re-creation and small batches: the rollout outlasts the window, which ends
+    # well after the pools step began (sized from the previous run's timing on this machine).
+    tf.set_knobs(api_client, slowNodes="*=12")
+    now = datetime.now(timezone.utc)
+    end = now + timedelta(seconds=int(1.6 * STATE.get("before_pools", 120)) + 25)
+    window = {"tfops_window_start": (now - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "tfops_window_end": end.strftime("%Y-%m-%dT%H:%M:%SZ"), "tfops_window_safety_margin": "1s"}
+    try:
+        run = run_playbook("tensorfusion.ops.upgrade",
+                           upgrade_vars(rb, "2.18.0", tfops_batch_percentage=10, **window), timeout=900)
+    finally:
+        tf.set_knobs(api_client, slowNodes=None)
+    assert run.rc != 0
+    rep = report_of(run)
+    assert rep["status"] == "resumable" and rep["resumable"], rep["record"]["error"]
+    assert rep["record"]["paused_pools"] == ["shared"] and rep["record"]["rollback"] is None
+    template = pool_template(tfc_spec(api_client))
+    assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"].get("autoUpdateHypervisor") is False
+    assert lease_holder(api_client) is None
+    assert "run again" in run.stdout
+
+    again = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.18.0", tfops_batch_percentage=10),
+                         timeout=900)
+    assert again.rc == 0, again.stdout[-3000:]
+    rep2 = report_of(again)
+    assert rep2["status"] == "succeeded"
+    assert ("ROLLOUT_PAUSED", "warning") in [(f["code"], f["severity"]) for f in rep2["record"]["findings"]["precheck"]]
+    template = pool_template(tfc_spec(api_client))
+    assert template["componentConfig"]["hypervisor"]["image"] == HV + "2.18.0"
+    assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is True
+    pool = client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        "tensor-fusion.ai", "v1", "gpupools", "tensor-fusion-shared")
+    assert pool["status"]["componentStatus"]["hypervisorConfigSynced"] is True
+    settle(api_client)
+
+
+def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_path):
+    state_dir = tmp_path / "lab2"
+    lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, tensorfusion=True)
+    try:
+        def inventory(canary_vars):
+            inv = {"clusters": {"hosts": {
+                "canary": dict({"tfops_kubeconfig": lab2["kubeconfig"],
+                                "tfops_chart_repo": lab2["tensorfusion"]["chart_repo"]}, **canary_vars),
+                "main": {"tfops_kubeconfig": lab["kubeconfig"],
+                         "tfops_chart_repo": lab["tensorfusion"]["chart_repo"]}}}}
+            path = tmp_path / "clusters.yml"
+            path.write_text(yaml.safe_dump(inv))
+            return ["-i", str(path)]
+
+        common = dict(upgrade_vars(rb, "2.18.0", tfops_batch_percentage=50), tfops_fleet_hosts="clusters")
+        del common["tfops_kubeconfig"], common["tfops_chart_repo"]
+        # A canary that fails (its namespace does not exist: the lock cannot be taken) stops the fleet.
+        failed = run_playbook("tensorfusion.ops.fleet_upgrade", common,
+                              args=inventory({"tfops_namespace": "no-such-namespace"}), timeout=900)
+        assert failed.rc != 0
+        assert report_of(failed, "canary")["status"] == "failed"
+        assert not [r for r in failed.results if r["host"] == "main"], "the wave after a failed canary ran"
+
+        run = run_playbook("tensorfusion.ops.fleet_upgrade", common, args=inventory({}), timeout=900)
+        assert run.rc == 0, run.stdout[-3000:]
+        assert report_of(run, "canary")["status"] == "succeeded"
+        assert report_of(run, "main")["status"] == "unchanged"  # already there after the window test
+        hosts = [r["host"] for r in run.results]
+        assert hosts.index("main") > max(i for i, h in enumerate(hosts) if h == "canary")
+    finally:
+        cluster.down(state_dir)
+
+
+def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client):
+    assert STATE.get("v1_snapshot"), "the upgrade test did not leave its snapshot"
+    run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=STATE["v1_snapshot"]), timeout=900)
+    assert run.rc == 0, run.stdout[-3000:]
+    rep = report_of(run)
+    assert rep["status"] == "succeeded" and rep["record"]["rollback"]["ok"]
+    assert rep["record"]["snapshot"]["path"] == STATE["v1_snapshot"]
+    assert release_chart(api_client) == V1
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.14.0"
+    assert lease_holder(api_client) is None
+    check_files(rep)
