@@ -120,15 +120,9 @@ def test_vendor_credentials_in_place_restart_verify_idempotent_and_quiet(lab, ap
     assert sorted(back["deleted"]) == sorted([backup, "%s-%s" % (VENDOR, res["secret"]["digest"])])
 
 
-def _hypervisor_template(api_client):
-    obj = client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
-    entry = [p for p in obj["spec"]["gpuPools"] if p["name"] == POOL][0]
-    return obj, entry["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
-
-
 def _set_pull_secrets(lab, api_client, names):
     """Point the hypervisor template's imagePullSecrets at names (an operator rollout)."""
-    template = _hypervisor_template(api_client)[1]
+    template = _pool_entry(api_client)["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
     template["template"]["spec"]["imagePullSecrets"] = [{"name": n} for n in names]
     run = run_playbook("gpupool_rollout.yml", {
         "lab_kubeconfig": lab["kubeconfig"], "gr_pool": POOL,
@@ -138,17 +132,30 @@ def _set_pull_secrets(lab, api_client, names):
     assert run.rc == 0, run.stdout[-2000:]
 
 
+def _pool_entry(api_client):
+    obj = client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
+    return [p for p in obj["spec"]["gpuPools"] if p["name"] == POOL][0]
+
+
+def _restore_pool_entry(api_client, entry):
+    custom = client.CustomObjectsApi(api_client)
+    obj = custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
+    obj["spec"]["gpuPools"] = [entry if p["name"] == POOL else p for p in obj["spec"]["gpuPools"]]
+    obj["metadata"].get("annotations", {}).pop("ops.tensor-fusion.ai/paused", None)
+    custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC, obj)
+
+
 def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab, api_client):
     settle(api_client)
     tf.set_knobs(api_client, batchGapFloorSeconds=1)
     core = client.CoreV1Api(api_client)
     base = "regcred-" + uuid.uuid4().hex[:5]
-    old_value, new_value = canary("old"), canary("new")
+    old_value, new_value, third_value = canary("old"), canary("new"), canary("third")
     core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": old_value}})
-    _, before = _hypervisor_template(api_client)
+    before = _pool_entry(api_client)
+    consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
     try:
         _set_pull_secrets(lab, api_client, [base])
-        consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
         run, res = rotate(lab, check=True, name=base, strategy="versioned",
                           string_data={"token": new_value}, consumers=consumer, delete_old=True)
         assert run.rc == 0 and res["changed"] is True and res["deleted"] == [base]
@@ -169,15 +176,30 @@ def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab,
         run, again = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
                             consumers=consumer, delete_old=True)
         assert run.rc == 0 and again["changed"] is False, again
+
+        # autoUpdateHypervisor off: the operator would never roll; refused before any write ...
+        paused = run_playbook("gpupool_rollout.yml", {"lab_kubeconfig": lab["kubeconfig"], "gr_pool": POOL,
+                                                      "gr_state": "paused", "gr_components": {"hypervisor": {}}})
+        assert paused.rc == 0
+        generation = client.CustomObjectsApi(api_client).get_cluster_custom_object(
+            GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"]
+        run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": third_value},
+                          consumers=consumer)
+        assert run.rc != 0 and "autoUpdateHypervisor is false" in res["msg"]
+        assert client.CustomObjectsApi(api_client).get_cluster_custom_object(
+            GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"] == generation
+        assert not [n for n in secret_names(api_client) if n.startswith(base) and n != new]
+        # ... unless the task allows deleting the Pods that did not roll after the grace period
+        old_uids = {p.metadata.uid for p in live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")}
+        run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": third_value},
+                          consumers=consumer, delete_unrolled_pods=True, unrolled_grace=2, delete_old=True)
+        assert run.rc == 0, res.get("msg")
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")
+        assert not old_uids & {p.metadata.uid for p in pods}, "every hypervisor Pod was recreated"
+        assert all([s.name for s in p.spec.image_pull_secrets] == [res["secret"]["name"]] for p in pods)
+        assert res["deleted"] == [new]
     finally:
-        template = _hypervisor_template(api_client)[1]
-        template["template"]["spec"].pop("imagePullSecrets", None)
-        obj, _ = _hypervisor_template(api_client)
-        for entry in obj["spec"]["gpuPools"]:
-            if entry["name"] == POOL:
-                entry["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"] = before
-        client.CustomObjectsApi(api_client).replace_cluster_custom_object(
-            GROUP, VERSION, "tensorfusionclusters", TFC, obj)
+        _restore_pool_entry(api_client, before)
         for name in [n for n in secret_names(api_client) if n.startswith(base)]:
             core.delete_namespaced_secret(name, NS)
         tf.set_knobs(api_client, batchGapFloorSeconds=None)
@@ -237,3 +259,40 @@ def test_discovery_finds_the_workloads_and_bad_input_changes_nothing(lab, api_cl
     assert after == before and core.read_namespaced_secret("db", ns).metadata.resource_version == secret_rv
     assert secret_names(api_client, ns) >= {"db"} and not [n for n in secret_names(api_client, ns)
                                                             if n.startswith("db-")]
+
+
+def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tmp_path):
+    """The runbook as people run it (by its collection name): lock, precheck, rotation, verify,
+    report; the second run changes nothing; the report holds no value."""
+    settle(api_client)
+    original = secret_data(api_client, VENDOR)
+    ak, sk = canary("ak"), canary("sk")
+    name = controller(api_client).metadata.name
+    extra = {"tfops_kubeconfig": lab["kubeconfig"], "tfops_artifacts_dir": str(tmp_path / "artifacts"),
+             "tfops_timeout": 600, "tfops_secret_name": VENDOR,
+             "tfops_secret_string_data": {"ak": ak, "sk": sk},
+             "tfops_secret_consumers": [{"kind": "Deployment", "name": name}]}
+    try:
+        run = run_playbook("tensorfusion.ops.rotate_secret", extra, timeout=900)
+        assert run.rc == 0, run.stdout[-3000:]
+        assert secret_data(api_client, VENDOR) == {"ak": ak, "sk": sk}
+        rotation = run.task_results("Rotate the Secret in the documented order (create or update, "
+                                    "repoint or restart, verify, then delete)")
+        assert rotation["changed"] is True and rotation["restarts"]
+        run = run_playbook("tensorfusion.ops.rotate_secret", extra, timeout=900)
+        assert run.rc == 0, run.stdout[-3000:]
+        assert "changed=0" in run.stdout.split("PLAY RECAP")[-1]
+        reports = list((tmp_path / "artifacts").rglob("report.*"))
+        assert len(reports) == 6, reports
+        assert_no_value("".join(p.read_text() for p in reports), [ak, sk])
+        assert not lease_held(api_client)
+    finally:
+        run = run_playbook("tensorfusion.ops.rotate_secret", dict(
+            extra, tfops_secret_string_data=original, tfops_secret_delete_old=True), timeout=900)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert secret_data(api_client, VENDOR) == original
+
+
+def lease_held(api_client):
+    leases = client.CoordinationV1Api(api_client).list_namespaced_lease(NS).items
+    return [le.metadata.name for le in leases if le.spec.holder_identity and le.metadata.name.startswith("tensorfusion-ops")]
