@@ -165,7 +165,8 @@ def verify(module, roles):
         first = missing[0]
         raise Forbidden("forbidden: %s (%s needs it)%s" % (
             texts[0], first["role"], "; also missing: %s" % ", ".join(texts[1:]) if texts[1:] else ""),
-            verb=first["attributes"]["verb"], resource=texts[0].split(" ", 1)[1],
+            verb=first["attributes"]["verb"], resource=access.check_resource(first["attributes"]),
+            namespace=first["attributes"]["namespace"],
             missing=texts, api_server=kube.server)
     return {"changed": False, "missing": [], "api_server": kube.server, "roles": role_names(roles),
             "service_account": None}

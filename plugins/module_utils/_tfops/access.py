@@ -293,15 +293,20 @@ def access_checks(roles):
     return checks
 
 
-def check_text(attrs):
-    """'list secrets in tensor-fusion-sys', 'get namespaces/kube-system', 'update leases.coordination.k8s.io/x in ns'."""
+def check_resource(attrs):
+    """'secrets', 'namespaces/kube-system', 'leases.coordination.k8s.io/tensorfusion-ops-maintenance'."""
     resource = attrs["resource"] + ("." + attrs["group"] if attrs["group"] else "")
     if attrs.get("subresource"):
         resource += "/" + attrs["subresource"]
     if attrs.get("name"):
         resource += "/" + attrs["name"]
+    return resource
+
+
+def check_text(attrs):
+    """'list secrets in tensor-fusion-sys', 'get namespaces/kube-system (cluster-wide)'."""
     where = " in %s" % attrs["namespace"] if attrs.get("namespace") else " (cluster-wide)"
-    return "%s %s%s" % (attrs["verb"], resource, where)
+    return "%s %s%s" % (attrs["verb"], check_resource(attrs), where)
 
 
 def missing_access(kube, checks):
