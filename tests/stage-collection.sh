@@ -9,7 +9,7 @@ dest="$root/ansible_collections/tensorfusion/ops"
 mkdir -p "$dest"
 list=$(mktemp)
 trap 'rm -f "$list" "$list.staged"' EXIT
-git ls-files -co --exclude-standard | grep -v -E '^(lab|bench|tests/(unit|integration)/lab)/' | sort > "$list"
+git ls-files -co --exclude-standard | grep -v -E '^(lab|bench|tests/(unit|integration)/lab|tests/unit/bench)/' | sort > "$list"
 rsync -a --files-from="$list" ./ "$dest/"
 (cd "$dest" && find . -type f ! -path './tests/output/*' | sed 's#^\./##' | sort) > "$list.staged"
 comm -13 "$list" "$list.staged" | while IFS= read -r stale; do rm -f "$dest/$stale"; done
