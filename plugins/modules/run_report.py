@@ -163,8 +163,7 @@ def main():
     except (TfopsError, ValueError) as exc:
         module.fail_json(msg="cannot build the report: %s" % getattr(exc, "msg", exc))
     if module.check_mode:
-        folder = os.path.join(os.path.abspath(os.path.expanduser(module.params["dest"])),
-                              report_render.run_folder_name(record))
+        folder = os.path.join(os.path.abspath(module.params["dest"]), report_render.run_folder_name(record))
         files = []
     else:
         try:

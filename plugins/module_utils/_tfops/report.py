@@ -212,5 +212,5 @@ def summary_line(record):
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
             "failed": "failed before any change"}[record["status"]]
-    return "%s on %s: %s (chart %s -> %s) in %ss" % (record["playbook"], record["host"], text, before,
-                                                      after, int(record["seconds"]))
+    return "%s on %s: %s (chart %s -> %s) in %ss" % (
+        record["playbook"], record["host"], text, before, after, int(record["seconds"]))

@@ -125,8 +125,8 @@ def render_markdown(record):
     lines = ["# %s on %s: %s" % (record["playbook"], record["host"], record["status"]), "",
              summary_line(record), ""]
     if record.get("error"):
-        lines += ["Error in step %s (%s): %s" % (record["error"].get("step"), record["error"].get("task"),
-                                                  record["error"].get("msg")), ""]
+        error = record["error"]
+        lines += ["Error in step %s (%s): %s" % (error.get("step"), error.get("task"), error.get("msg")), ""]
     if record.get("snapshot"):
         lines += ["Snapshot: `%s` (revision %s)" % (record["snapshot"].get("path"),
                                                     record["snapshot"].get("revision")), ""]
@@ -163,7 +163,7 @@ def run_folder_name(record):
 
 def write_report(dest, record):
     """``<dest>/<playbook>-<host>-<time>/report.{json,html,md}``: folders 0700, files 0600."""
-    dest = os.path.abspath(os.path.expanduser(dest))
+    dest = os.path.abspath(dest)
     os.makedirs(dest, mode=0o700, exist_ok=True)
     folder = os.path.join(dest, run_folder_name(record))
     os.makedirs(folder, mode=0o700, exist_ok=True)
