@@ -26,11 +26,14 @@ NAMESPACE = "tensor-fusion-sys"
 
 
 def runbook_files(runbook, helm_chart=True):
-    """The manifest files a runbook binds, as docs/rbac/runbooks.yml (and the rbac role) say."""
+    """The manifest files a runbook (or a tuple of runbooks) binds, as docs/rbac/runbooks.yml
+    (and the rbac role) say."""
     index = yaml.safe_load((RBAC_DIR / "runbooks.yml").read_text())
-    files = list(index["runbooks"][runbook])
-    if helm_chart and runbook in index["helm_chart"]["runbooks"]:
-        files.append(index["helm_chart"]["file"])
+    files = []
+    for name in (runbook,) if isinstance(runbook, str) else runbook:
+        files += [f for f in index["runbooks"][name] if f not in files]
+        if helm_chart and name in index["helm_chart"]["runbooks"] and index["helm_chart"]["file"] not in files:
+            files.append(index["helm_chart"]["file"])
     return files
 
 
@@ -80,7 +83,8 @@ class ServiceAccounts:
         self.made = {}  # key -> (path, objects)
 
     def __call__(self, runbook, drop=None, helm_chart=True):
-        """Path of a 0600 kubeconfig for a ServiceAccount bound to exactly ``runbook``'s roles,
+        """Path of a 0600 kubeconfig for a ServiceAccount bound to exactly ``runbook``'s roles
+        (a tuple of runbooks: all of theirs),
         minus ``drop`` = (kind, resource, verb) or (kind, resource, verb, role name)."""
         key = (runbook, tuple(drop or ()), helm_chart)
         if key not in self.made:
@@ -91,7 +95,8 @@ class ServiceAccounts:
         from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
         from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
         manifests = runbook_manifests(runbook, helm_chart)
-        name = "tfops-it-%s%s%s" % (runbook, "" if helm_chart else "-nohelm",
+        label = runbook if isinstance(runbook, str) else "-".join(runbook)
+        name = "tfops-it-%s%s%s" % (label, "" if helm_chart else "-nohelm",
                                     "-" + hashlib.sha1(repr(drop).encode()).hexdigest()[:6] if drop else "")
         if drop:
             manifests = without(manifests, *drop)

@@ -1,0 +1,193 @@
+"""The secrecy audit: every module with secret-bearing input and the precheck, rotate_secret and
+(check mode) upgrade runbooks, at -vvv with diff mode, ANSIBLE_DEBUG off, once for real with a
+failure forced in the middle and once in check mode. The whole output, the report files, the
+snapshot bundles and the Kubernetes Events created meanwhile must hold none of the canaries (Secret
+values, kubeconfig tokens, the client key, secret-looking Helm values), neither in plain text nor
+in base64 (also of the canary embedded at any byte offset). Then: everything the collection wrote
+has no group or world access, and no temporary file of a run (also of the failed one) is left."""
+import base64
+import datetime
+import glob
+import os
+import stat
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from .ansible_runner import run_playbook
+from .rbac_helpers import RBAC_DIR, sa_kubeconfig  # noqa: F401  (the fixture)
+from .settle import settle
+
+NS = "tensor-fusion-sys"
+SECRET = "tfops-audit-credentials"
+
+
+def canary(tag):
+    return "tfopsCANARY%s%s" % (tag, uuid.uuid4().hex)
+
+
+def fingerprints(value):
+    """The value, its base64, and the base64 characters that encode it whatever its byte offset
+    inside a longer encoded text (0, 1 or 2 bytes before it in its 3-byte group)."""
+    raw = value.encode("utf-8") if isinstance(value, str) else value
+    found = {raw.decode("utf-8", "replace") if isinstance(value, str) else None}
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
+        whole_groups = (offset + len(raw)) // 3
+        found.add(encoded[4 if offset else 0:whole_groups * 4])
+        if offset == 0:
+            found.add(encoded)
+    return [f for f in found if f and len(f) >= 12]
+
+
+def assert_absent(corpus, canaries):
+    for label, value in canaries.items():
+        for fp in fingerprints(value):
+            for where, text in corpus.items():
+                assert fp not in text, "%s (%r) found in %s" % (label, fp, where)
+
+
+def files_text(root):
+    out = {}
+    for path in Path(root).rglob("*"):
+        if path.is_file():
+            out[str(path)] = path.read_bytes().decode("utf-8", "replace")
+    return out
+
+
+def events_since(api_client, since):
+    out = []
+    for event in client.CoreV1Api(api_client).list_event_for_all_namespaces().items:
+        when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
+        if when and when >= since:
+            out.append("%s %s %s %s" % (event.involved_object.kind, event.involved_object.name,
+                                        event.reason, event.message))
+    return "\n".join(out)
+
+
+def private_tree(root):
+    """Paths under root that a group or other user may read, write or enter."""
+    loose = []
+    for path in [Path(root)] + list(Path(root).rglob("*")):
+        if stat.S_IMODE(os.lstat(path).st_mode) & 0o077:
+            loose.append("%s %o" % (path, stat.S_IMODE(os.lstat(path).st_mode)))
+    return loose
+
+
+@pytest.fixture
+def audit_secret(api_client):
+    core = client.CoreV1Api(api_client)
+    original = canary("orig")
+    core.create_namespaced_secret(NS, client.V1Secret(
+        metadata=client.V1ObjectMeta(name=SECRET), string_data={"password": original}))
+    yield original
+    for secret in core.list_namespaced_secret(NS).items:
+        if secret.metadata.name.startswith(SECRET):
+            core.delete_namespaced_secret(secret.metadata.name, NS)
+
+
+def test_no_secret_anywhere_and_everything_written_is_private(
+        lab, api_client, sa_kubeconfig, helm_bins, audit_secret, tmp_path):
+    settle(api_client)
+    pki = Path(lab["state_dir"]) / "pki"
+    kubeconfig = sa_kubeconfig(("upgrade", "rotate"))
+    work = tmp_path / "work"
+    work.mkdir(mode=0o755)  # the collection must make its own files private, whatever the umask
+    emitted = work / "emitted.kubeconfig"
+    canaries = {"audit Secret value before": audit_secret,
+                "ServiceAccount token": sa_kubeconfig.token(("upgrade", "rotate")),
+                "lab admin token": lab["token"],
+                "client key": (pki / "admin.key").read_text(),
+                "client key body": "".join((pki / "admin.key").read_text().splitlines()[1:-1])}
+    values = {"agent": {"enrollToken": canary("enroll")},
+              "greptime": {"password": canary("greptime")},
+              "extra": {"dbPassword": canary("dbpass"), "apiKey": canary("apikey")}}
+    set_values = [{"value": "cloudVendorCredentials.secretKey=" + canary("sk"), "value_type": "string"},
+                  {"value": "agent.token=" + canary("settoken")}]
+    canaries.update({"helm value %s" % k: v for k, v in _leaves(values)})
+    canaries.update({"--set %d" % i: s["value"].split("=", 1)[1] for i, s in enumerate(set_values)})
+    chart_version = _release_chart_version(api_client)
+    base = {"tfops_kubeconfig": kubeconfig, "tfops_helm_binary": helm_bins["3"],
+            "tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_timeout": 900,
+            "tfops_verify_acceptance_pod": False, "tfops_secret_name": SECRET,
+            "audit_secret": SECRET, "audit_chart_version": chart_version,
+            "audit_values": values, "audit_set_values": set_values,
+            "audit_host": lab["server"], "audit_ca_cert": str(pki / "ca.crt"),
+            "audit_client_cert": str(pki / "admin.crt"), "audit_client_key": str(pki / "admin.key"),
+            "audit_admin_kubeconfig": lab["kubeconfig"], "audit_rbac_dir": str(RBAC_DIR),
+            "audit_emitted_kubeconfig": str(emitted),
+            # upgrade.yml (check mode): the values of the chart step
+            "tfops_chart_version": chart_version, "tfops_values": values}
+    temp_root = Path(tempfile.mkdtemp(prefix="tfops-audit-tmp-"))
+    env = {"ANSIBLE_DEBUG": "0", "TMPDIR": str(temp_root), "ANSIBLE_LOCAL_TEMP": str(temp_root / "local"),
+           "ANSIBLE_REMOTE_TEMP": str(temp_root / "remote")}
+    since = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=2)
+    corpus = {}
+    try:
+        for mode, args in (("real", ["-vvv", "--diff"]), ("check", ["-vvv", "--diff", "--check"])):
+            rotated = canary("rot" + mode)
+            runbook_rotated = canary("rb" + mode)
+            canaries["rotated (%s)" % mode] = rotated
+            canaries["rotated by the runbook (%s)" % mode] = runbook_rotated
+            run = run_playbook("secrecy_audit.yml", dict(
+                base, tfops_artifacts_dir=str(work / ("artifacts-" + mode)),
+                tfops_snapshot_dir=str(work / ("snapshots-" + mode)),
+                audit_secret_data={"password": rotated},
+                tfops_secret_string_data={"password": runbook_rotated}), env=env, args=args, timeout=1500)
+            corpus["%s stdout" % mode], corpus["%s stderr" % mode] = run.stdout, run.stderr
+            assert "The forced failure happened" in run.stdout, run.stdout[-3000:]
+            recap = run.stdout.split("PLAY RECAP")[-1]
+            assert "failed=0" in recap, run.stdout[-4000:]
+            if mode == "real":
+                assert _secret_value(api_client) == runbook_rotated, "the runs really rotated"
+                canaries["emitted token"] = _token_of(emitted)
+        corpus.update(files_text(work))
+        corpus["events"] = events_since(api_client, since)
+        assert list(work.glob("snapshots-real/*/")), "a bundle was written"
+        assert assert_reports(work)
+        assert_absent(corpus, canaries)
+        # Permissions: bundles, reports, the emitted kubeconfig; nothing left in the temp folders.
+        for root in work.iterdir():
+            if root.name != "emitted.kubeconfig":
+                assert private_tree(root) == [], root
+        assert stat.S_IMODE(os.stat(emitted).st_mode) == 0o600
+        left = [p for p in glob.glob(str(temp_root / "**"), recursive=True)
+                if os.path.basename(p).startswith(("tfops-", ".tfops-"))]
+        assert left == [], "temporary files left behind: %s" % left
+    finally:
+        run_playbook("rbac.yml", {"lab_kubeconfig": lab["kubeconfig"], "rbac_state": "absent",
+                                  "rbac_service_account": "tfops-audit-emitted",
+                                  "rbac_kubeconfig_path": str(emitted)})
+        for path in sorted(temp_root.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        temp_root.rmdir()
+
+
+def assert_reports(work):
+    return list(work.glob("artifacts-real/*/report.json"))
+
+
+def _leaves(values, prefix=""):
+    for key, value in values.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, prefix + key + ".")
+        else:
+            yield prefix + key, value
+
+
+def _secret_value(api_client):
+    data = client.CoreV1Api(api_client).read_namespaced_secret(SECRET, NS).data
+    return base64.b64decode(data["password"]).decode()
+
+
+def _token_of(path):
+    import json
+    return json.loads(Path(path).read_text())["users"][0]["user"]["token"]
+
+
+def _release_chart_version(api_client):
+    from .test_rbac import tf_release_chart
+    return tf_release_chart(api_client)
