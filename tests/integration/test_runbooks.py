@@ -94,7 +94,7 @@ def check_files(rep):
         # Values of the chart's Secrets never reach a report.
         assert "token-from-cloud" not in text and "dummy" not in text
     html = (folder / "report.html").read_text()
-    assert "<svg" in html and "<script" not in html and "<link" not in html
+    assert html.count("<svg") == len(rep["record"]["pools"]) and "<script" not in html and "<link" not in html
     assert json.loads((folder / "report.json").read_text())["status"] == rep["status"]
 
 
@@ -114,7 +114,7 @@ def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
     assert [s["name"] for s in rec["steps"]] == ["lock", "window", "precheck", "snapshot", "upgrade", "pools",
                                                  "verify", "unlock", "report"]
     pool, = rec["pools"]
-    assert pool["components"]["hypervisor"]["progress"] == 100 and pool["timeline"]
+    assert pool["components"]["hypervisor"]["progress"] == 100 and pool["timeline"] and pool["gpupool"]
     assert re.search(r"tensor-fusion-shared: hypervisor \d+%, nodes \d+/10 updated, at ", run.stdout)
     assert release_chart(api_client) == V2
     assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
@@ -149,6 +149,7 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     assert rec["error"]["step"] == "pools" and "no progress" in rec["error"]["msg"]
     assert [s["status"] for s in rec["steps"] if s["name"] == "pools"] == ["failed"]
     assert "rollback" in [s["name"] for s in rec["steps"]]
+    assert rec["pools"][0]["timeline"], "the failed rollout is drawn too"
     assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
     assert release_chart(api_client) == V2
     assert lease_holder(api_client) is None

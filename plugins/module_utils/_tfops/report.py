@@ -106,11 +106,15 @@ def pool_progress(pool_results):
     for r in _as_list(pool_results):
         if not isinstance(r, dict) or r.get("skipped"):
             continue
-        name = r.get("gpupool") or r.get("pool")
+        # A failed call's result has no pool keys: its task's pool argument names it.
+        name = ((r.get("invocation") or {}).get("module_args") or {}).get("pool") or r.get("pool") or r.get("gpupool")
         if not name:
             continue
         entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
                                         "components": {}, "timeline": [], "nodes": {}, "paused": []})
+        for key in ("pool", "gpupool", "cluster"):
+            entry[key] = entry[key] or r.get(key)
+        entry["gpupool"] = entry["gpupool"] or name
         # A component rolled in any call of the pool is followed to its state in the last call.
         tracked = set(entry["components"]) | set(r.get("waited_for") or []) | set(r.get("changed_components") or [])
         for comp, item in (r.get("components") or {}).items():

@@ -97,8 +97,15 @@ def test_bookkeeping_changes_alone_are_unchanged():
 def test_outcomes_of_failures():
     paused = upgrade_params(error={"step": "pools", "task": "roll", "msg": "deadline"})
     paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], failed=True, paused=["hypervisor"])]
+    failed = {"failed": True, "msg": "deadline", "paused": ["hypervisor"], "invocation": {"module_args": {"pool": "shared"}},
+              "timeline": [{"time": "2026-11-29T02:00:58Z", "component": "hypervisor", "progress": 30}]}
+    paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], changed=True), failed]
+    paused["results"]["pools"][0]["invocation"] = {"module_args": {"pool": "shared"}}
     rec = report.build_record(paused, "2026-11-29T02:01:30Z")
     assert rec["status"] == "resumable" and rec["resumable"] and rec["failed"]
+    pool, = rec["pools"]  # the failed call belongs to the same pool, its timeline too
+    assert pool["gpupool"] == "tensor-fusion-shared" and pool["paused"] == ["hypervisor"]
+    assert [e["progress"] for e in pool["timeline"]] == [20, 30]
     assert rec["paused_pools"] == ["shared"]
 
     rolled = upgrade_params(error={"step": "verify", "task": "assert", "msg": "unhealthy"})
