@@ -61,6 +61,13 @@ options:
   error:
     description: The failure that ended the run - C(step), C(task) and C(msg).
     type: dict
+  check_run:
+    description:
+      - The run was a check-mode run (pass C(ansible_check_mode)); the record and the summary say
+        that the changes were only predicted. The report itself is written anyway when this task
+        runs with C(check_mode=false).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -156,7 +163,8 @@ def main():
                            steps=dict(type="list", elements="dict", default=[]),
                            results=dict(type="dict", default={}),
                            snapshot=dict(type="dict"),
-                           error=dict(type="dict")),
+                           error=dict(type="dict"),
+                           check_run=dict(type="bool", default=False)),
         supports_check_mode=True)
     try:
         record = report.build_record(module.params, utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"))

@@ -172,6 +172,7 @@ def build_record(params, ended):
     record = {
         "schema": 1,
         "playbook": params["playbook"],
+        "check_mode": bool(params.get("check_run")),
         "host": params.get("host"),
         "status": status,
         "resumable": status == "resumable",
@@ -216,5 +217,6 @@ def summary_line(record):
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
             "failed": "failed before any change"}[record["status"]]
-    return "%s on %s: %s (chart %s -> %s) in %ss" % (
+    return "%s%s on %s: %s (chart %s -> %s) in %ss" % (
+        "check mode, nothing written - " if record.get("check_mode") else "",
         record["playbook"], record["host"], text, before, after, int(record["seconds"]))

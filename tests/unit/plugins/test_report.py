@@ -159,3 +159,8 @@ def test_files_are_0600_in_a_0700_folder(tmp_path):
     assert all(stat.S_IMODE(os.stat(f).st_mode) == 0o600 for f in files)
     assert json.loads(open(os.path.join(folder, "report.json")).read())["status"] == "succeeded"
     assert not [n for n in os.listdir(folder) if n.startswith(".tmp")]
+
+
+def test_a_check_mode_run_says_so():
+    rec = report.build_record(upgrade_params(check_run=True), "2026-11-29T02:01:30Z")
+    assert rec["check_mode"] and report.summary_line(rec).startswith("check mode, nothing written - upgrade on lab")
