@@ -1,8 +1,9 @@
 """The collection's RBAC (docs/rbac) on the lab, whose API server enforces RBAC: the rbac role
-grants, is idempotent, writes a private kubeconfig and removes; the runbooks run with a
-ServiceAccount token bound to exactly their roles (precheck, upgrade then rollback, rotate), and
-for each runbook, one rule less stops it with "forbidden: <verb> <resource>" before it changes
-anything (the resourceVersions of what it would touch are unchanged)."""
+grants, is idempotent, writes a private kubeconfig and removes; the precheck runbook runs with a
+ServiceAccount token bound to exactly its roles (rotate_secret and upgrade run so in
+test_secrecy_audit.py); and for each runbook, one rule less stops it with
+"forbidden: <verb> <resource>" before it changes anything (the resourceVersions of what it would
+touch are unchanged)."""
 import json
 import os
 import stat
@@ -134,29 +135,6 @@ def test_runbook_without_one_rule_stops_before_any_change(
                   tfops_secret_name="tf-cloud-vendor-credentials",
                   tfops_secret_string_data={"ak": "never-written", "sk": "never-written"})
     assert_forbidden_before_any_change(run, api_client, before, text)
-
-
-def test_upgrade_then_rollback_under_their_service_accounts(lab, api_client, sa_kubeconfig, helm_bins, tmp_path):
-    """upgrade.yml (chart 1.8.6 -> 1.8.7, pools, verify with the acceptance Pod) with the upgrade
-    runbook's token, then rollback.yml with the rollback runbook's token back to its snapshot."""
-    settle(api_client)
-    tf.set_knobs(api_client, batchGapFloorSeconds=1)
-    common = {"tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_helm_binary": helm_bins["3"]}
-    chart_before = tf_release_chart(api_client)
-    try:
-        run = guarded(sa_kubeconfig("upgrade"), "upgrade", "upgrade", tmp_path,
-                      tfops_chart_version=tf.V2, **common)
-        assert run.rc == 0, run.stdout[-4000:]
-        assert tf_release_chart(api_client) == tf.V2
-    finally:
-        run = guarded(sa_kubeconfig("rollback"), "rollback", "rollback", tmp_path,
-                      tfops_verify_acceptance_pod=False, **common)
-        tf.set_knobs(api_client, batchGapFloorSeconds=None)
-    assert run.rc == 0, run.stdout[-4000:]
-    assert tf_release_chart(api_client) == chart_before
-    for path in (tmp_path / "artifacts").rglob("*"):
-        assert stat.S_IMODE(os.stat(path).st_mode) & 0o077 == 0, path
-    settle(api_client)
 
 
 def tf_release_chart(api_client):

@@ -1,5 +1,6 @@
-"""The secrecy audit: every module with secret-bearing input and the precheck, rotate_secret and
-(check mode) upgrade runbooks, at -vvv with diff mode, ANSIBLE_DEBUG off, once for real with a
+"""The secrecy audit: every module with secret-bearing input, then the rotate_secret runbook (for
+real) or the upgrade runbook (in check mode, with secret-looking Helm values), each under its own
+runbook's ServiceAccount token, at -vvv with diff mode, ANSIBLE_DEBUG off, once for real with a
 failure forced in the middle and once in check mode. The whole output, the report files, the
 snapshot bundles and the Kubernetes Events created meanwhile must hold none of the canaries (Secret
 values, kubeconfig tokens, the client key, secret-looking Helm values), neither in plain text nor
@@ -94,11 +95,14 @@ def test_no_secret_anywhere_and_everything_written_is_private(
     settle(api_client)
     pki = Path(lab["state_dir"]) / "pki"
     kubeconfig = sa_kubeconfig(("upgrade", "rotate"))
+    upgrade_kubeconfig, rotate_kubeconfig = sa_kubeconfig("upgrade"), sa_kubeconfig("rotate")
     work = tmp_path / "work"
     work.mkdir(mode=0o755)  # the collection must make its own files private, whatever the umask
     emitted = work / "emitted.kubeconfig"
     canaries = {"audit Secret value before": audit_secret,
                 "ServiceAccount token": sa_kubeconfig.token(("upgrade", "rotate")),
+                "upgrade ServiceAccount token": sa_kubeconfig.token("upgrade"),
+                "rotate ServiceAccount token": sa_kubeconfig.token("rotate"),
                 "lab admin token": lab["token"],
                 "client key": (pki / "admin.key").read_text(),
                 "client key body": "".join((pki / "admin.key").read_text().splitlines()[1:-1])}
@@ -110,7 +114,8 @@ def test_no_secret_anywhere_and_everything_written_is_private(
     canaries.update({"helm value %s" % k: v for k, v in _leaves(values)})
     canaries.update({"--set %d" % i: s["value"].split("=", 1)[1] for i, s in enumerate(set_values)})
     chart_version = _release_chart_version(api_client)
-    base = {"tfops_kubeconfig": kubeconfig, "tfops_helm_binary": helm_bins["3"],
+    base = {"audit_kubeconfig": kubeconfig, "audit_upgrade_kubeconfig": upgrade_kubeconfig,
+            "audit_rotate_kubeconfig": rotate_kubeconfig, "tfops_helm_binary": helm_bins["3"],
             "tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_timeout": 900,
             "tfops_verify_acceptance_pod": False, "tfops_secret_name": SECRET,
             "audit_secret": SECRET, "audit_chart_version": chart_version,
