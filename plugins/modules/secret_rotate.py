@@ -17,10 +17,11 @@ description:
     new content. Only then, and only with O(delete_old), delete previous versions.
   - Kubernetes restarts nothing when a Secret changes, and the chart's C(tf-cloud-vendor-credentials)
     is never updated by C(helm upgrade); this module does the restarts.
-  - Consumers are Deployments, StatefulSets and DaemonSets, and GPU pool components (hypervisor,
+  - Consumers are Deployments, StatefulSets and DaemonSets; GPU pool components (hypervisor,
     worker) whose Pod template in the TensorFusionCluster names the Secret (env, envFrom, volume or
-    imagePullSecrets). They are given in O(consumers) or discovered by scanning the namespace's Pod
-    templates and the clusters' component templates.
+    imagePullSecrets); and a Helm release's values key that names it (such as the chart's
+    C(imagePullSecrets)). Workloads and pool components are also discovered by scanning the
+    namespace's Pod templates and the clusters' component templates.
   - If any step fails, references are pointed back at the old Secret (or its old content is
     written back), the old Secret stays, and the failure names the step and the consumer.
   - Values never appear in results, diffs or logs. Results carry Secret names, key names and a
@@ -63,10 +64,18 @@ options:
         description: What consumes the Secret.
         type: str
         required: true
-        choices: [Deployment, StatefulSet, DaemonSet, TensorFusionCluster]
+        choices: [Deployment, StatefulSet, DaemonSet, TensorFusionCluster, HelmRelease]
       name:
         description:
-          - Name of the workload, or of the TensorFusionCluster (found when there is exactly one).
+          - Name of the workload, of the TensorFusionCluster (found when there is exactly one), or
+            of the Helm release.
+        type: str
+      values_key:
+        description:
+          - For a HelmRelease, the dotted key of the user values under which the Secret's name
+            appears, such as V(imagePullSecrets). Repointing re-renders the release's current chart
+            with only that key changed; the release's workloads that use the Secret are then waited
+            on and verified. With O(strategy=in_place) those workloads are restarted.
         type: str
       namespace:
         description: Namespace of the workload; defaults to O(namespace).
@@ -109,6 +118,9 @@ options:
   stall_timeout:
     description: For pool components, fail when their rollout makes no progress for this long.
     type: int
+  binary_path:
+    description: Path of the helm 3 or helm 4 binary for HelmRelease consumers; C(helm) on C(PATH) by default.
+    type: path
 extends_documentation_fragment:
   - tensorfusion.ops.auth
   - tensorfusion.ops.wait
@@ -124,8 +136,9 @@ attributes:
     support: full
     description: Talks to the Kubernetes API.
 notes:
-  - Helm release values are not repointed by this module; a chart-managed Secret with a fixed
-    name, such as C(tf-cloud-vendor-credentials), is rotated with O(strategy=in_place).
+  - A chart-managed Secret with a fixed name, such as C(tf-cloud-vendor-credentials), is rotated with
+    O(strategy=in_place); a Secret named in the chart's values is rotated with O(strategy=versioned)
+    and a HelmRelease consumer.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -155,6 +168,19 @@ EXAMPLES = r"""
         component: hypervisor
     delete_old: true
     deadline: "{{ window.deadline }}"
+
+- name: Registry credential of the controller, named in the chart's imagePullSecrets value
+  tensorfusion.ops.secret_rotate:
+    name: controller-registry
+    strategy: versioned
+    type: kubernetes.io/dockerconfigjson
+    string_data:
+      .dockerconfigjson: "{{ vault_dockerconfig | to_json }}"
+    consumers:
+      - kind: HelmRelease
+        name: tensor-fusion-sys
+        values_key: imagePullSecrets
+    delete_old: true
 """
 
 RETURN = r"""
@@ -254,11 +280,17 @@ def rotate(module):
     validate(module.params)
     deadline = deadline_from(module.params)
     kube = tfmodule.connect(module)
+    helm = None
     try:
-        task = RotateTask(kube, module.params, module.check_mode, deadline)
+        if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
+            from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import open_helm
+            helm, _server = open_helm(module)
+        task = RotateTask(kube, module.params, module.check_mode, deadline, helm)
         result = task.run()
     finally:
         kube.close()
+        if helm is not None:
+            helm.close()
     for warning in task.warnings:
         module.warn(warning)
     if not module._diff:
@@ -277,8 +309,10 @@ def main():
              strategy=dict(type="str", default="in_place", choices=["in_place", "versioned"]),
              consumers=dict(type="list", elements="dict", options=dict(
                  kind=dict(type="str", required=True,
-                           choices=["Deployment", "StatefulSet", "DaemonSet", "TensorFusionCluster"]),
+                           choices=["Deployment", "StatefulSet", "DaemonSet", "TensorFusionCluster",
+                                    "HelmRelease"]),
                  name=dict(type="str"),
+                 values_key=dict(type="str", no_log=False),
                  namespace=dict(type="str"),
                  pool=dict(type="str"),
                  component=dict(type="str", choices=["hypervisor", "worker"]))),
@@ -288,6 +322,7 @@ def main():
              delete_unrolled_pods=dict(type="bool", default=False),
              unrolled_grace=dict(type="int", default=60),
              stall_timeout=dict(type="int"),
+             binary_path=dict(type="path"),
              **WAIT_ARG_SPEC),
         supports_check_mode=True,
         required_one_of=[("data", "string_data")])

@@ -296,3 +296,58 @@ def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tm
 def lease_held(api_client):
     leases = client.CoordinationV1Api(api_client).list_namespaced_lease(NS).items
     return [le.metadata.name for le in leases if le.spec.holder_identity and le.metadata.name.startswith("tensorfusion-ops")]
+
+
+def _helm(helm_bin, lab, *args):
+    import json as _json
+    import subprocess
+    out = subprocess.run([helm_bin, "--kubeconfig", lab["kubeconfig"], *args], check=True,
+                         capture_output=True, text=True).stdout
+    return _json.loads(out) if "-o" in args else out
+
+
+def _helm_upgrade_values(helm_bin, lab, tmp_path, values):
+    """The session release at its current chart version with exactly these user values."""
+    import json as _json
+    last = max(_helm(helm_bin, lab, "history", "tensor-fusion-sys", "-n", NS, "-o", "json"),
+               key=lambda r: r["revision"])
+    path = tmp_path / ("values-%d.json" % len(list(tmp_path.glob("values-*"))))
+    path.write_text(_json.dumps(values))
+    _helm(helm_bin, lab, "upgrade", "tensor-fusion-sys", "tensor-fusion", "--repo",
+          lab["tensorfusion"]["chart_repo"], "--version", last["chart"].rsplit("-", 1)[1], "-n", NS,
+          "--reset-values", "-f", str(path))
+
+
+def test_helm_values_key_repointed_controller_verified_old_deleted(lab, api_client, helm_bins, tmp_path):
+    settle(api_client)
+    helm_bin = helm_bins["3"]
+    core = client.CoreV1Api(api_client)
+    base = "ctlreg-" + uuid.uuid4().hex[:5]
+    core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": canary("old")}})
+    original = _helm(helm_bin, lab, "get", "values", "tensor-fusion-sys", "-n", NS, "-o", "json") or {}
+    consumer = [{"kind": "HelmRelease", "name": "tensor-fusion-sys", "values_key": "imagePullSecrets"}]
+    new_value = canary("new")
+    try:
+        _helm_upgrade_values(helm_bin, lab, tmp_path, dict(original, imagePullSecrets=[{"name": base}]))
+        revision = max(r["revision"] for r in _helm(helm_bin, lab, "history", "tensor-fusion-sys", "-n", NS, "-o", "json"))
+        run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
+                          consumers=consumer, delete_old=True, binary_path=helm_bin)
+        assert run.rc == 0, res.get("msg")
+        new = res["secret"]["name"]
+        assert [s["step"] for s in res["steps"]] == ["create", "repoint", "roll", "verify", "delete_old"]
+        values = _helm(helm_bin, lab, "get", "values", "tensor-fusion-sys", "-n", NS, "-o", "json")
+        assert values == dict(original, imagePullSecrets=[{"name": new}]), "only that key changed"
+        history = _helm(helm_bin, lab, "history", "tensor-fusion-sys", "-n", NS, "-o", "json")
+        assert max(r["revision"] for r in history) == revision + 1
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=operator")
+        assert pods and all([s.name for s in p.spec.image_pull_secrets] == [new] for p in pods)
+        assert base not in secret_names(api_client) and res["deleted"] == [base]
+        run, again = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
+                            consumers=consumer, delete_old=True, binary_path=helm_bin)
+        assert run.rc == 0 and again["changed"] is False, again
+        assert_no_value(run.stdout + run.stderr, [new_value])
+    finally:
+        _helm_upgrade_values(helm_bin, lab, tmp_path, original)
+        for name in [n for n in secret_names(api_client) if n.startswith(base)]:
+            core.delete_namespaced_secret(name, NS)
+    settle(api_client)

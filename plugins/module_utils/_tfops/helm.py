@@ -357,3 +357,20 @@ def write_stored_chart(folder, release):
     if chart.get("lock"):
         put("Chart.lock", json.dumps(chart["lock"]).encode("utf-8"))
     return folder
+
+
+def stored_chart_upgrade(helm, kube, name, namespace, revision, values, description):
+    """``helm upgrade`` arguments that re-render revision ``revision``'s stored chart with
+    ``values`` (None: the values of that revision), replacing the user values (--reset-values).
+    Refused for a chart with dependencies: helm does not store them with a release."""
+    stored = stored_release(kube, name, namespace, revision)
+    if (stored.get("chart") or {}).get("metadata", {}).get("dependencies"):
+        raise HelmError("the chart of revision %s has dependencies, which helm does not store with "
+                        "a release" % revision)
+    folder = tempfile.mkdtemp(prefix="chart-r%s-" % revision, dir=helm.temp_dir)
+    os.rmdir(folder)  # write_stored_chart creates it, 0700
+    chart_dir = write_stored_chart(folder, stored)
+    values_file = helm.write_file(os.path.basename(folder) + "-values.json",
+                                  values_yaml(stored.get("config") if values is None else values))
+    return ["upgrade", name, chart_dir, "--namespace", namespace, "--reset-values", "-f", values_file,
+            "--description", description]

@@ -373,28 +373,21 @@ class ReleaseTask:
         revision never made stay in the cluster. Re-render the target revision's stored chart with
         its values instead (helm upgrade merges from the last deployed revision), against the
         cluster as it is - what the rollback means."""
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import (
-            stored_release,
-            write_stored_chart,
-        )
         params = self.params
-        stored = stored_release(self.kube, params["name"], params["namespace"], revision)
-        if (stored.get("chart") or {}).get("metadata", {}).get("dependencies"):
+        try:
+            args = helmcli.stored_chart_upgrade(
+                self.helm, self.kube, params["name"], params["namespace"], revision, None,
+                "Rollback to %s (re-rendered by tensorfusion.ops)" % revision)
+        except helmcli.HelmError as exc:
             raise helmcli.HelmError(
-                "helm rollback to revision %s cannot work (%s) and its chart has dependencies, "
-                "which helm does not store with a release; upgrade to that chart version with the "
-                "revision's values instead" % (revision, self._why(blockers, current_status)))
-        chart_dir = write_stored_chart(os.path.join(self.helm.temp_dir, "chart-r%s" % revision), stored)
-        values_file = self.helm.write_file("rollback-values.json",
-                                           helmcli.values_yaml(stored.get("config") or {}))
+                "helm rollback to revision %s cannot work (%s) and %s; upgrade to that chart "
+                "version with the revision's values instead" % (
+                    revision, self._why(blockers, current_status), exc.msg))
         self.result["method"] = "upgrade-to-stored-chart"
         self.warnings.append("helm rollback to revision %s cannot do it (%s); upgraded to revision "
                              "%s's stored chart and values instead" % (
                                  revision, self._why(blockers, current_status), revision))
         seconds = self._seconds()
-        args = ["upgrade", params["name"], chart_dir, "--namespace", params["namespace"],
-                "--reset-values", "-f", values_file, "--description",
-                "Rollback to %s (re-rendered by tensorfusion.ops)" % revision]
         full = args + write_args(dict(params, atomic=False), self.helm.version, seconds)
         self.result["command"] = self.helm.shown(full)
         self.helm.run(full, timeout=int(seconds) + 60)

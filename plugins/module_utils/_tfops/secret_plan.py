@@ -2,7 +2,7 @@
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """secret_rotate's decisions as pure functions: input checks, the versions of a Secret, which
-previous versions go, and what a result may show (names, key names and
+previous versions go, Helm values repointing, and what a result may show (names, key names and
 content digests, never a value)."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ FAMILY_ANNOTATION = "ops.tensor-fusion.ai/secret-family"
 DIGEST_ANNOTATION = "ops.tensor-fusion.ai/content-digest"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 POOL_COMPONENTS = ("hypervisor", "worker")  # the components whose Pods come from a podTemplate
-CONSUMER_KINDS = WORKLOAD_KINDS + ("TensorFusionCluster",)
+CONSUMER_KINDS = WORKLOAD_KINDS + ("TensorFusionCluster", "HelmRelease")
+_VALUES_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -74,6 +75,12 @@ def validate_consumer(consumer, index=0):
             raise InvalidInput("%s: component must be one of %s (the components whose Pods come "
                                "from a podTemplate), not %s" % (
                                    where, ", ".join(POOL_COMPONENTS), consumer.get("component")))
+    elif kind == "HelmRelease":
+        if not consumer.get("name") or not consumer.get("values_key"):
+            raise InvalidInput("%s: a HelmRelease consumer needs name (the release) and values_key" % where)
+        if not _VALUES_KEY.match(consumer["values_key"]):
+            raise InvalidInput("%s: values_key %r is not a dotted key path such as imagePullSecrets "
+                               "or controller.admissionWebhooks.secretName" % (where, consumer["values_key"]))
     else:
         raise InvalidInput("%s: kind must be one of %s, not %s" % (
             where, ", ".join(CONSUMER_KINDS), kind))
@@ -104,6 +111,51 @@ def previous_to_delete(members, current, keep, still_used):
     Pod or template, and not the newest ``keep`` previous ones (members come newest first)."""
     previous = [m["metadata"]["name"] for m in members if m["metadata"]["name"] != current]
     return [n for n in previous[keep or 0:] if n not in still_used]
+
+
+def _path_get(values, key_path):
+    node = values
+    for part in key_path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None, False
+        node = node[part]
+    return node, True
+
+
+def _mentions(node, name):
+    if isinstance(node, dict):
+        return any(_mentions(v, name) for v in node.values())
+    if isinstance(node, list):
+        return any(_mentions(v, name) for v in node)
+    return node == name
+
+
+def _replace_strings(node, old, new):
+    if isinstance(node, dict):
+        return dict((k, _replace_strings(v, old, new)) for k, v in node.items())
+    if isinstance(node, list):
+        return [_replace_strings(v, old, new) for v in node]
+    return new if node == old else node
+
+
+def values_references(values, key_path, name):
+    """True when the user values under key_path name the Secret ``name`` (anywhere below it)."""
+    node, found = _path_get(values or {}, key_path)
+    return found and _mentions(node, name)
+
+
+def repoint_values(values, key_path, old, new):
+    """A copy of the user values with every ``old`` under key_path replaced by ``new``."""
+    node, found = _path_get(values or {}, key_path)
+    if not found:
+        return values
+    result = copy.deepcopy(values)
+    parts = key_path.split(".")
+    target = result
+    for part in parts[:-1]:
+        target = target[part]
+    target[parts[-1]] = _replace_strings(node, old, new)
+    return result
 
 
 def repoint_template(template, old, new):

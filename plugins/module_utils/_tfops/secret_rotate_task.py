@@ -38,7 +38,8 @@ def normalized_data(params):
 
 
 class RotateTask:
-    def __init__(self, kube, params, check_mode, deadline):
+    def __init__(self, kube, params, check_mode, deadline, helm=None):
+        self.helm = helm  # only for HelmRelease consumers
         self.kube = kube
         self.params = params
         self.check_mode = check_mode
@@ -117,6 +118,12 @@ class RotateTask:
             if spec["kind"] == "TensorFusionCluster":
                 found.append(PoolComponentConsumer(self.kube, spec.get("name"), spec["pool"],
                                                    spec["component"], params))
+            elif spec["kind"] == "HelmRelease":
+                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_helm import (
+                    HelmValuesConsumer,
+                )
+                found.append(HelmValuesConsumer(self.kube, self.helm, spec["name"],
+                                                spec.get("namespace") or self.namespace, spec["values_key"]))
             else:
                 found.append(WorkloadConsumer(self.kube, spec["kind"], spec["name"],
                                               spec.get("namespace") or self.namespace))
@@ -284,7 +291,7 @@ class RotateTask:
                            "after": {"secret": secret_plan.content_view(name, data, secret_type)}}}
         if self.check_mode:
             key, version = secret_annotation(current)
-            stale = [c.label for c in consumers if not same or not self._marked(c, key, version)]
+            stale = [c.label for c in consumers if not same or not self._marked(c, name, key, version)]
             result.update(changed=not same or bool(stale), restarts=stale,
                           deleted=self._would_delete(name))
             return result
@@ -307,7 +314,9 @@ class RotateTask:
         return result
 
     @staticmethod
-    def _marked(consumer, key, version):
+    def _marked(consumer, name, key, version):
+        if hasattr(consumer, "workloads"):  # a Helm release: its workloads that use the Secret
+            return all(RotateTask._marked(w, name, key, version) for w in consumer.workloads(name))
         if isinstance(consumer, WorkloadConsumer):
             from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import (
                 template_annotations,

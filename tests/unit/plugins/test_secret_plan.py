@@ -94,3 +94,27 @@ def test_pods_off_target():
         ("b", "does not reference Secret new"), ("c", "not Ready")]
     pods = [_pod("a", annotations={"k": "v1"}), _pod("b", annotations={"k": "v0"})]
     assert pods_off_target(pods, ("annotation", "k", "v1")) == [("b", "started before the Secret was updated")]
+
+
+def test_helm_values_references_and_repoint_only_under_the_key():
+    values = {"imagePullSecrets": [{"name": "old"}], "other": {"name": "old"}}
+    assert plan.values_references(values, "imagePullSecrets", "old")
+    assert not plan.values_references(values, "imagePullSecrets", "new")
+    assert not plan.values_references(values, "missing.key", "old")
+    moved = plan.repoint_values(values, "imagePullSecrets", "old", "new")
+    assert moved == {"imagePullSecrets": [{"name": "new"}], "other": {"name": "old"}}
+    assert values["imagePullSecrets"] == [{"name": "old"}]
+    nested = {"controller": {"admissionWebhooks": {"secretName": "old"}}}
+    assert plan.repoint_values(nested, "controller.admissionWebhooks.secretName", "old", "n2") == {
+        "controller": {"admissionWebhooks": {"secretName": "n2"}}}
+    assert plan.repoint_values(values, "absent", "old", "new") is values
+
+
+@pytest.mark.parametrize("consumer,message", [
+    ({"kind": "HelmRelease", "name": "r"}, "needs name (the release) and values_key"),
+    ({"kind": "HelmRelease", "name": "r", "values_key": "a..b"}, "is not a dotted key path"),
+])
+def test_helm_consumer_input(consumer, message):
+    with pytest.raises(InvalidInput) as err:
+        plan.validate(params(consumers=[consumer]))
+    assert message in err.value.msg
