@@ -53,3 +53,6 @@ rm -rf "$build_dir"
 
 step "unit and integration tests (integration against the lab)"
 python -m pytest -p no:cacheprovider tests/unit tests/integration "$@"
+
+step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
+tests/molecule.sh
