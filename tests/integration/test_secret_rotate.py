@@ -287,9 +287,9 @@ def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tm
         assert_no_value("".join(p.read_text() for p in reports), [ak, sk])
         assert not lease_held(api_client)
     finally:
-        run = run_playbook("tensorfusion.ops.rotate_secret", dict(
-            extra, tfops_secret_string_data=original, tfops_secret_delete_old=True), timeout=900)
-    assert run.rc == 0, run.stdout[-3000:]
+        run, back = rotate(lab, name=VENDOR, string_data=original, delete_old=True,
+                           consumers=extra["tfops_secret_consumers"])
+    assert run.rc == 0, back.get("msg")
     assert secret_data(api_client, VENDOR) == original
 
 

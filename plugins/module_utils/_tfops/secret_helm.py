@@ -56,7 +56,8 @@ class HelmValuesConsumer:
     def mark(self, secret_meta, _deadline=None):
         """In place: restart the release's workloads that use the Secret (values stay)."""
         name = secret_meta["metadata"]["name"]
-        return any([w.mark(secret_meta) for w in self.workloads(name)])
+        restarted = [w.mark(secret_meta) for w in self.workloads(name)]  # every one, no short cut
+        return any(restarted)
 
     def workloads(self, secret):
         """The release's workloads whose Pod template references ``secret``."""
