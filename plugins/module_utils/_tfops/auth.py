@@ -18,15 +18,19 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     MissingDependency,
 )
 
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.config.config_exception import ConfigException
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError as exc:  # reported by require_kubernetes() from main()
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = exc
+# kubernetes is imported on first use, not with this file: importing it costs about as much as
+# the rest of a module's start-up, and a task that needs no cluster (an explicit maintenance
+# window) or fails validation never pays it (bench/, part 5).
+k8s_client = k8s_config = ConfigException = None
+
+
+def _import_kubernetes():
+    global k8s_client, k8s_config, ConfigException  # pylint: disable=global-statement
+    if k8s_client is None:
+        from kubernetes import client
+        from kubernetes import config
+        from kubernetes.config.config_exception import ConfigException as config_exception
+        k8s_client, k8s_config, ConfigException = client, config, config_exception
 
 
 AUTH_ARG_SPEC = dict(
@@ -69,10 +73,12 @@ _FALSE = ("0", "false", "no", "off", "n")
 
 
 def require_kubernetes():
-    if not HAS_KUBERNETES:
+    try:
+        _import_kubernetes()
+    except ImportError as exc:
         raise MissingDependency(
             "the Python library 'kubernetes' is required on the host that runs this module "
-            "(pip install -r requirements.txt of tensorfusion.ops): %s" % KUBERNETES_IMPORT_ERROR)
+            "(pip install -r requirements.txt of tensorfusion.ops): %s" % exc)
 
 
 def _env_value(option, raw):

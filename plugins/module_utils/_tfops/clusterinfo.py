@@ -13,7 +13,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rol
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import paused_marker
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import (
+    list_column,
+    list_pages,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import (
     TF_CONTROLLER_SELECTOR,
 )
@@ -117,25 +120,30 @@ def selector_matches(selector, labels):
 
 class Gatherer:
     def __init__(self, kube, namespace, release, events_since=None, events_limit=30,
-                 workloads=True):
+                 workloads=True, cached_reads=True):
         self.kube = kube
         self.namespace = namespace
         self.release = release
         self.events_since = parse_time(events_since) if events_since else None
         self.events_limit = events_limit
         self.with_workloads = workloads
+        # The lists that grow with the cluster (GPU nodes, the namespace's Pods, GPUs, business
+        # workloads and their PodDisruptionBudgets) come from the API server's watch cache in
+        # one response each: no etcd read, no pages (bench/: 3-5 times less server time).
+        self.cached = cached_reads
 
     def _list(self, kind, project, group=None, api_version=None, **kwargs):
         resource = self.kube.resource(kind, api_version=api_version, group=group)
         return [item for item in list_pages(self.kube, resource, project=project, **kwargs) if item is not None]
 
     def gather(self):
-        pods = self._list("Pod", slim_pod, api_version="v1", namespace=self.namespace)
+        pods = self._list("Pod", slim_pod, api_version="v1", namespace=self.namespace,
+                          cached=self.cached)
         data = {
             "namespace": self.namespace,
             "clusters": self._list("TensorFusionCluster", slim_cluster, group=GROUP),
             "pools": self._list("GPUPool", slim_pool, group=GROUP),
-            "gpunodes": self._list("GPUNode", slim_gpunode, group=GROUP),
+            "gpunodes": self._list("GPUNode", slim_gpunode, group=GROUP, cached=self.cached),
             "hypervisors": [p for p in pods if p["component"] == "hypervisor"],
             "operator_pods": [p for p in pods if p["component"] != "hypervisor"],
             "controller": self._deployments(TF_CONTROLLER_SELECTOR),
@@ -144,10 +152,19 @@ class Gatherer:
             "warning_events": self._warning_events(),
             "workloads": self._workloads() if self.with_workloads else [],
         }
-        gpu_phases = self._list("GPU", slim_gpu_phase, group=GROUP)
+        gpu_phases = self._gpu_phases()
         data["gpus"] = {"total": len(gpu_phases),
                         "by_phase": dict((ph, gpu_phases.count(ph)) for ph in sorted(set(gpu_phases)))}
         return data
+
+    def _gpu_phases(self):
+        """The phase of every GPU (thousands of them): the Phase printer column of the GPU CRD
+        from the server's Table view, else the GPUs themselves."""
+        phases = list_column(self.kube, self.kube.resource("GPU", group=GROUP), "Phase",
+                             cached=self.cached)
+        if phases is None:
+            return self._list("GPU", slim_gpu_phase, group=GROUP, cached=self.cached)
+        return [phase or "" for phase in phases]
 
     def _deployments(self, selector):
         def project(obj):
@@ -199,14 +216,16 @@ class Gatherer:
         return [e for _key, e in sorted(newest, key=lambda item: item[0], reverse=True)]
 
     def _workloads(self):
-        found = self._list("Deployment", slim_workload("Deployment"), api_version="apps/v1") + \
-            self._list("StatefulSet", slim_workload("StatefulSet"), api_version="apps/v1")
+        found = self._list("Deployment", slim_workload("Deployment"), api_version="apps/v1",
+                           cached=self.cached) + \
+            self._list("StatefulSet", slim_workload("StatefulSet"), api_version="apps/v1",
+                       cached=self.cached)
         if not found:
             return []
         try:
             pdbs = self._list("PodDisruptionBudget", lambda o: {
                 "namespace": o["metadata"]["namespace"], "selector": (o.get("spec") or {}).get("selector")},
-                group="policy")
+                group="policy", cached=self.cached)
         except ApiError as exc:
             if exc.status != 404:
                 raise
