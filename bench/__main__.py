@@ -67,10 +67,14 @@ def main(argv=None):
     parser.add_argument("--parts", default="1,2,3,4,5")
     parser.add_argument("--lab", help="state folder of a running lab for parts 1, 2, 3 (small) and 5")
     parser.add_argument("--big-lab", help="state folder of a running lab for parts 3 (big) and 4")
-    parser.add_argument("--nodes", type=int, default=100, help="GPU nodes of the small lab")
-    parser.add_argument("--big-nodes", type=int, default=1000, help="GPU nodes of the big lab")
+    parser.add_argument("--nodes", type=int, default=100, help="GPU nodes of the small lab (0: no small lab)")
+    parser.add_argument("--big-nodes", type=int, default=1000, help="GPU nodes of the big lab (0: no big lab)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of each contender")
     parser.add_argument("--big-reps", type=int, default=1, help="repetitions of part 3 on the big lab")
+    parser.add_argument("--big-contenders", default="a,c", help="contenders of part 3 on the big lab")
+    parser.add_argument("--compare-tree", help="collections root with another version of the collection (for "
+                        "example `git archive` of an older commit under ansible_collections/tensorfusion/ops): "
+                        "part 4 measures its tf_cluster_info in the same rounds")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     results, texts = {}, []
@@ -92,11 +96,13 @@ def main(argv=None):
                 if "4" in parts:
                     if not scale_lab.is_filled(state):
                         scale_lab.fill(state)
-                    part("4_precheck", lambda: precheck.run(state, runs=args.reps, outdir=RESULTS), precheck.render)
+                    part("4_precheck", lambda: precheck.run(state, runs=args.reps, outdir=RESULTS,
+                                                                    compare_root=args.compare_tree), precheck.render)
                 if "3" in parts:
-                    part("3_api_load_big", lambda: completion.run(state, ("a", "c"), args.big_reps, idle=0),
+                    part("3_api_load_big", lambda: completion.run(state, tuple(args.big_contenders.split(",")),
+                                                                          args.big_reps, idle=0),
                          lambda r: completion.render(r, "3. API load per rollout"))
-        if parts & {"1", "2", "3", "5"}:
+        if parts & {"1", "2", "3", "5"} and args.nodes:
             with LabScope(args.lab, args.nodes, tmp) as state:
                 if parts & {"1", "3"}:
                     part("1_completion", lambda: completion.run(state, repetitions=args.reps),

@@ -42,13 +42,39 @@ def delta(before, after, own_scrapes=1):
     return out
 
 
-def contender_requests(counts):
-    """Reads of any kind plus spec writes to TensorFusionClusters (see the module docstring)."""
+# What each contender can request; the lab's own actors (kubelet stand-in, controllers, the
+# operator double's re-watches) also read, so a delta is filtered to these before it is counted.
+PRECHECK = {"LIST": {"tensorfusionclusters", "gpupools", "gpunodes", "gpus", "pods", "deployments",
+                     "statefulsets", "secrets", "events", "poddisruptionbudgets"}}
+ROLLOUT = {"GET": {"gpupools", "tensorfusionclusters", "gpunodes"},
+           "LIST": {"gpupools", "tensorfusionclusters", "gpunodes", "pods", "workloads", "tensorfusionworkloads"},
+           "WATCH": {"gpupools", "tensorfusionclusters", "pods"},
+           "PATCH": {"tensorfusionclusters"}, "PUT": {"tensorfusionclusters"}}
+
+
+def contender_requests(counts, allowed=None):
+    """Requests a contender can have made: discovery (non-resource GETs) plus, per verb, the
+    resources in ``allowed`` (main resources only, no status writes); every read and the spec
+    writes to TensorFusionClusters when ``allowed`` is None."""
     total = 0
-    for (verb, group, resource, subresource), value in counts.items():
-        if verb in READ_VERBS or (resource == "tensorfusionclusters" and not subresource):
+    for (verb, _group, resource, subresource), value in counts.items():
+        if allowed is None:
+            mine = verb in READ_VERBS or (resource == "tensorfusionclusters" and not subresource)
+        else:
+            mine = (verb == "GET" and not resource) or (resource in allowed.get(verb, ()) and not subresource)
+        if mine:
             total += value
     return total
+
+
+def from_by_verb(by_verb_counts):
+    """Counter keyed like parse() from a by_verb() dict (to recount stored results)."""
+    out = Counter()
+    for key, value in by_verb_counts.items():
+        verb, _, rest = key.partition(" ")
+        resource, _, sub = rest.partition("/")
+        out[(verb, "", "" if resource == "(non-resource)" else resource, sub)] += value
+    return out
 
 
 def by_verb(counts):

@@ -134,7 +134,7 @@ def run_a(lab, pct, interval):
             "latency_detect": (detected - final["acked"]) if detected else None,
             "latency_process_exit": ended - final["acked"],
             "rollout_seconds": final["acked"] - first["sent"], "batches": task["result"].get("batches"),
-            "api_requests": apimetrics.contender_requests(requests), "requests_by_verb": apimetrics.by_verb(requests)}
+            "api_requests": apimetrics.contender_requests(requests, apimetrics.ROLLOUT), "requests_by_verb": apimetrics.by_verb(requests)}
 
 
 def run_b(lab, pct, interval):
@@ -153,7 +153,7 @@ def run_b(lab, pct, interval):
     first, final = lab.final_write(old, started)
     return {"contender": "b", "latency_return": ended - final["acked"], "latency_detect": None,
             "rollout_seconds": final["acked"] - first["sent"],
-            "api_requests": apimetrics.contender_requests(requests), "requests_by_verb": apimetrics.by_verb(requests)}
+            "api_requests": apimetrics.contender_requests(requests, apimetrics.ROLLOUT), "requests_by_verb": apimetrics.by_verb(requests)}
 
 
 def run_c(lab, pct, interval):
@@ -172,8 +172,8 @@ def run_c(lab, pct, interval):
             "latency_process_exit": ended - final["acked"],
             "rollout_seconds": final["acked"] - first["sent"],
             "retries": (task["result"] or {}).get("attempts"),
-            "api_requests": apimetrics.contender_requests(total),
-            "api_requests_poll_only": apimetrics.contender_requests(poll),
+            "api_requests": apimetrics.contender_requests(total, apimetrics.ROLLOUT),
+            "api_requests_poll_only": apimetrics.contender_requests(poll, apimetrics.ROLLOUT),
             "requests_by_verb": apimetrics.by_verb(total)}
 
 
@@ -182,7 +182,7 @@ def background(lab, seconds):
     before = lab.scraper.scrape()
     time.sleep(seconds)
     counts = apimetrics.delta(before, lab.scraper.scrape())
-    return {"seconds": seconds, "api_requests": apimetrics.contender_requests(counts),
+    return {"seconds": seconds, "api_requests": apimetrics.contender_requests(counts, apimetrics.ROLLOUT),
             "requests_by_verb": apimetrics.by_verb(counts)}
 
 

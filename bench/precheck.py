@@ -27,23 +27,28 @@ KUBECTL_COMMANDS = [
 ]
 
 
-def _module_cmd(state, workdir, profile=None):
+def _module_cmd(state, workdir, profile=None, root=None):
     args = Path(workdir) / "cluster_info_args.json"
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"kubeconfig": state["kubeconfig"]}}))
-    script = str(REPO / "plugins/modules/tf_cluster_info.py")
+    tree = Path(root) / "ansible_collections/tensorfusion/ops" if root else REPO
+    script = str(tree / "plugins/modules/tf_cluster_info.py")
     if profile:
         return [sys.executable, "-m", "cProfile", "-o", str(profile), script, str(args)]
     return [sys.executable, script, str(args)]
 
 
-def module_run(state, workdir, scraper, profile=None):
+def module_run(state, workdir, scraper, profile=None, root=None):
+    """One run of the module process (of the working tree, or of the collection under ``root``)."""
+    env = module_env()
+    if root:
+        env["PYTHONPATH"] = str(root)
     before = scraper.scrape()
-    secs, rss, code, out, err = run_measured(_module_cmd(state, workdir, profile), env=module_env())
+    secs, rss, code, out, err = run_measured(_module_cmd(state, workdir, profile, root), env=env)
     requests = apimetrics.delta(before, scraper.scrape())
     if code or '"failed": true' in out[:2000] and profile is None:
         raise RuntimeError("tf_cluster_info failed: %s %s" % (out[-2000:], err[-2000:]))
     result = json.loads(out[out.index("{"):])
-    return {"seconds": secs, "peak_rss_mib": rss, "api_requests": apimetrics.contender_requests(requests),
+    return {"seconds": secs, "peak_rss_mib": rss, "api_requests": apimetrics.contender_requests(requests, apimetrics.PRECHECK),
             "module_api_requests": result.get("api_requests"), "output_bytes": len(out),
             "requests_by_verb": apimetrics.by_verb(requests)}, result
 
@@ -60,7 +65,7 @@ def kubectl_run(state, scraper):
         total += secs
         peak = max(peak, rss)
     requests = apimetrics.delta(before, scraper.scrape())
-    return {"seconds": total, "peak_rss_mib": peak, "api_requests": apimetrics.contender_requests(requests),
+    return {"seconds": total, "peak_rss_mib": peak, "api_requests": apimetrics.contender_requests(requests, apimetrics.PRECHECK),
             "requests_by_verb": apimetrics.by_verb(requests)}
 
 
@@ -73,15 +78,19 @@ def profile_summary(path, top=25):
     return buf.getvalue()
 
 
-def run(state, runs=3, profile=True, outdir=None):
+def run(state, runs=3, profile=True, outdir=None, compare_root=None):
+    """``compare_root``: a collections root holding another version of the collection (for
+    example the commit before a change), measured in the same rounds."""
     scraper = apimetrics.Scraper(state)
-    mods, kubs = [], []
+    mods, kubs, others = [], [], []
     result = None
     with tempfile.TemporaryDirectory(prefix="tfops-bench-precheck-") as tmp:
         for _ in range(runs):
             measured, result = module_run(state, tmp, scraper)
             mods.append(measured)
             kubs.append(kubectl_run(state, scraper))
+            if compare_root:
+                others.append(module_run(state, tmp, scraper, root=compare_root)[0])
         prof_text = None
         if profile and outdir:
             prof = Path(outdir) / "tf_cluster_info.prof"
@@ -97,6 +106,9 @@ def run(state, runs=3, profile=True, outdir=None):
         "runs": {"tf_cluster_info": mods, "kubectl_get": kubs},
         "goal": {"seconds": 10, "api_requests": 25, "peak_rss_mib": 300},
     }
+    if others:
+        report["tf_cluster_info_compared"] = dict(_summary(others), root=str(compare_root))
+        report["runs"]["tf_cluster_info_compared"] = others
     m, k = report["tf_cluster_info"], report["kubectl_get"]
     report["ratio"] = {key: (m[key] / k[key] if k[key] else None) for key in ("seconds", "peak_rss_mib", "api_requests")}
     return report
@@ -112,7 +124,10 @@ def render(report):
     m, k, r = report["tf_cluster_info"], report["kubectl_get"], report["ratio"]
     rows = [["tf_cluster_info", m["seconds"], m["peak_rss_mib"], m["api_requests"]],
             ["kubectl get x%d" % len(KUBECTL_COMMANDS), k["seconds"], k["peak_rss_mib"], k["api_requests"]],
-            ["ratio", r["seconds"], r["peak_rss_mib"], r["api_requests"]],
+            ["ratio module/kubectl", r["seconds"], r["peak_rss_mib"], r["api_requests"]],
             ["goal (module)", 10.0, 300.0, 25]]
+    if report.get("tf_cluster_info_compared"):
+        c = report["tf_cluster_info_compared"]
+        rows.insert(1, ["tf_cluster_info before", c["seconds"], c["peak_rss_mib"], c["api_requests"]])
     return table("4. precheck at scale %s" % json.dumps(report["size"]),
                  ["", "median s", "peak MiB", "requests"], rows)
