@@ -99,7 +99,8 @@ def check_files(rep):
 
 
 def upgrade_vars(rb, image, **extra):
-    return dict(rb, tfops_chart_version=V2, tfops_hypervisor_image=HV + image, tfops_batch_percentage=20, **extra)
+    return dict(dict(rb, tfops_chart_version=V2, tfops_hypervisor_image=HV + image, tfops_batch_percentage=20),
+                **extra)
 
 
 def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):

@@ -62,7 +62,7 @@ def build_steps(marks, results, ended, failed_steps=()):
 
 def paused_pools(pool_results):
     """Pools that a deadline paused mid-rollout (gpupool_rollout on_deadline=pause)."""
-    return [r.get("pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
+    return [r.get("pool") or r.get("task_pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
             for r in _as_list(pool_results) if isinstance(r, dict) and r.get("failed") and r.get("paused")]
 
 
@@ -106,8 +106,10 @@ def pool_progress(pool_results):
     for r in _as_list(pool_results):
         if not isinstance(r, dict) or r.get("skipped"):
             continue
-        # A failed call's result has no pool keys: its task's pool argument names it.
-        name = ((r.get("invocation") or {}).get("module_args") or {}).get("pool") or r.get("pool") or r.get("gpupool")
+        # A failed call's result has no pool keys: the pool as the task named it (task_pool, set by
+        # the gpupool_update role, or the invocation's argument) joins the calls of one pool.
+        name = r.get("task_pool") or ((r.get("invocation") or {}).get("module_args") or {}).get("pool") \
+            or r.get("pool") or r.get("gpupool")
         if not name:
             continue
         entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),

@@ -97,7 +97,7 @@ def test_bookkeeping_changes_alone_are_unchanged():
 def test_outcomes_of_failures():
     paused = upgrade_params(error={"step": "pools", "task": "roll", "msg": "deadline"})
     paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], failed=True, paused=["hypervisor"])]
-    failed = {"failed": True, "msg": "deadline", "paused": ["hypervisor"], "invocation": {"module_args": {"pool": "shared"}},
+    failed = {"failed": True, "msg": "deadline", "paused": ["hypervisor"], "task_pool": "shared",
               "timeline": [{"time": "2026-11-29T02:00:58Z", "component": "hypervisor", "progress": 30}]}
     paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], changed=True), failed]
     paused["results"]["pools"][0]["invocation"] = {"module_args": {"pool": "shared"}}
