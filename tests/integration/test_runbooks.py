@@ -210,7 +210,8 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
             path.write_text(yaml.safe_dump(inv))
             return ["-i", str(path)]
 
-        common = dict(upgrade_vars(rb, "2.18.0", tfops_batch_percentage=50), tfops_fleet_hosts="clusters")
+        # The same change as the window test's (image and policy), so the session lab is already there.
+        common = dict(upgrade_vars(rb, "2.18.0", tfops_batch_percentage=10), tfops_fleet_hosts="clusters")
         del common["tfops_kubeconfig"], common["tfops_chart_repo"]
         # A canary that fails (its namespace does not exist: the lock cannot be taken) stops the fleet.
         failed = run_playbook("tensorfusion.ops.fleet_upgrade", common,
