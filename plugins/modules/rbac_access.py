@@ -42,8 +42,9 @@ options:
     default: tensor-fusion-sys
   manifests:
     description:
-      - ClusterRole and Role objects (as dictionaries) to apply and bind. A role given twice (by
-        two runbooks) is applied once.
+      - ClusterRole and Role objects (as dictionaries) to apply and bind, or C(kind: List) objects
+        holding them (the form of the files of C(docs/rbac)). A role given twice (by two runbooks)
+        is applied once.
     type: list
     elements: dict
     default: []
@@ -221,7 +222,7 @@ def role_names(roles):
 
 def _exists(path):
     import os
-    return os.path.exists(os.path.expanduser(path))
+    return os.path.exists(path)
 
 
 def main():

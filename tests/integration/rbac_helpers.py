@@ -2,8 +2,7 @@
 collection's own rbac_access code), with a 0600 kubeconfig for their token, for any test that
 wants to run a runbook or a module as AWX would instead of as an administrator.
 
-    from .rbac_helpers import sa_kubeconfig          # the fixture
-    def test_x(lab, sa_kubeconfig):
+    def test_x(lab, sa_kubeconfig):       # the fixture lives in tests/integration/conftest.py
         path = sa_kubeconfig("upgrade")                              # exactly the upgrade runbook
         path = sa_kubeconfig("precheck", drop=("Role", "secrets", "list"))  # one permission less
 
@@ -17,7 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +38,8 @@ def runbook_files(runbook, helm_chart=True):
 def runbook_manifests(runbook, helm_chart=True):
     docs = []
     for name in runbook_files(runbook, helm_chart):
-        docs += [d for d in yaml.safe_load_all((RBAC_DIR / name).read_text()) if d]
+        for doc in yaml.safe_load_all((RBAC_DIR / name).read_text()):
+            docs += doc["items"] if doc.get("kind") == "List" else [doc]
     return docs
 
 
@@ -154,9 +153,9 @@ class ServiceAccounts:
             kube.close()
 
 
-@pytest.fixture(scope="session")
-def sa_kubeconfig(lab):
-    """A function (runbook, drop=None, helm_chart=True) -> kubeconfig path; see the module doc."""
+def service_accounts(lab):
+    """The body of the session fixture ``sa_kubeconfig`` (tests/integration/conftest.py): a
+    function (runbook, drop=None, helm_chart=True) -> kubeconfig path; see the module doc."""
     directory = tempfile.mkdtemp(prefix="tfops-sa-")
     accounts = ServiceAccounts(lab, directory)
     yield accounts

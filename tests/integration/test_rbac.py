@@ -5,8 +5,6 @@ test_secrecy_audit.py); and for each runbook, one rule less stops it with
 "forbidden: <verb> <resource>" before it changes anything (the resourceVersions of what it would
 touch are unchanged)."""
 import json
-import os
-import stat
 import uuid
 
 import pytest
@@ -15,7 +13,6 @@ from kubernetes import client
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook
-from .rbac_helpers import sa_kubeconfig  # noqa: F401  (the fixture)
 from .settle import settle
 
 NS = "tensor-fusion-sys"

@@ -35,7 +35,7 @@ def desired_roles(manifests, role_namespace=None):
     (tensor-fusion-sys) moved to ``role_namespace`` if given (Roles of other namespaces, such as
     the chart's greptimedb, stay), the same role named twice kept once."""
     found = {}
-    for doc in manifests or []:
+    for doc in expand_lists(manifests):
         if not doc:
             continue
         if not isinstance(doc, dict) or doc.get("kind") not in BINDING_KIND:
@@ -59,6 +59,17 @@ def desired_roles(manifests, role_namespace=None):
             raise InvalidInput("%s is given twice with different rules" % describe(role))
         found[key] = role
     return [found[k] for k in sorted(found)]
+
+
+def expand_lists(manifests):
+    """The objects of the manifests, a ``kind: List`` (the form of docs/rbac) replaced by its items."""
+    out = []
+    for doc in manifests or []:
+        if isinstance(doc, dict) and doc.get("kind") == "List":
+            out.extend(doc.get("items") or [])
+        else:
+            out.append(doc)
+    return out
 
 
 def binding_for(role, service_account, namespace):
@@ -248,9 +259,9 @@ class Access:
             if data.get("token"):
                 found.update(data)
                 return True, "filled"
-            return False, "the token controller has not filled Secret %s in %s yet (is it " \
-                "running, is its ServiceAccount there?)" % (secret["metadata"]["name"],
-                                                              secret["metadata"]["namespace"])
+            return False, ("the token controller has not filled Secret %s in %s yet (is it running, "
+                           "is its ServiceAccount there?)" % (secret["metadata"]["name"],
+                                                               secret["metadata"]["namespace"]))
         ObjectWatcher(self.kube, api, namespace=secret["metadata"]["namespace"],
                       name=secret["metadata"]["name"]).wait(filled, deadline)
         import base64

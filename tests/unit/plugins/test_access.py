@@ -16,7 +16,7 @@ RBAC = os.path.join(REPO, "docs", "rbac")
 
 def docs(name):
     with open(os.path.join(RBAC, name)) as handle:
-        return [d for d in yaml.safe_load_all(handle) if d]
+        return access.expand_lists([d for d in yaml.safe_load_all(handle) if d])
 
 
 def test_every_manifest_is_a_commented_role_with_rules():
