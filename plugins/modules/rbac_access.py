@@ -42,7 +42,7 @@ options:
     default: tensor-fusion-sys
   manifests:
     description:
-      - ClusterRole and Role objects (as dictionaries) to apply and bind, or C(kind: List) objects
+      - ClusterRole and Role objects (as dictionaries) to apply and bind, or C(List) objects
         holding them (the form of the files of C(docs/rbac)). A role given twice (by two runbooks)
         is applied once.
     type: list

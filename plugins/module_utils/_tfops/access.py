@@ -259,9 +259,9 @@ class Access:
             if data.get("token"):
                 found.update(data)
                 return True, "filled"
+            where = (secret["metadata"]["name"], secret["metadata"]["namespace"])
             return False, ("the token controller has not filled Secret %s in %s yet (is it running, "
-                           "is its ServiceAccount there?)" % (secret["metadata"]["name"],
-                                                               secret["metadata"]["namespace"]))
+                           "is its ServiceAccount there?)" % where)
         ObjectWatcher(self.kube, api, namespace=secret["metadata"]["namespace"],
                       name=secret["metadata"]["name"]).wait(filled, deadline)
         import base64
