@@ -11,7 +11,7 @@ short_description: A ServiceAccount bound to the collection's RBAC, and a kubeco
 version_added: 0.1.0
 description:
   - Creates (or removes) a ServiceAccount, the ClusterRoles and Roles given in O(manifests) (the
-    files of C(docs/rbac), one per runbook; the role M(tensorfusion.ops.rbac) picks them) and one
+    files of C(docs/rbac), one per runbook; the role C(tensorfusion.ops.rbac) picks them) and one
     binding per role to the ServiceAccount, with the binding named as its role.
   - With O(kubeconfig_path), also a C(kubernetes.io/service-account-token) Secret for the
     ServiceAccount (filled by Kubernetes' token controller; the module waits for it, watch-based,
