@@ -197,3 +197,15 @@ def _token_of(path):
 def _release_chart_version(api_client):
     from .test_rbac import tf_release_chart
     return tf_release_chart(api_client)
+
+
+def test_fingerprints_find_a_value_embedded_at_any_offset():
+    """The audit's matcher itself: a value inside a larger text, base64-encoded as a whole (a
+    Secret's data, a kubeconfig's client-key-data), is found whatever its byte offset."""
+    value = canary("probe")
+    for prefix in ("", "k", "ke", "key=", "password: "):
+        for suffix in ("", "\n", "xyz"):
+            encoded = base64.b64encode((prefix + value + suffix).encode()).decode()
+            assert any(fp in encoded for fp in fingerprints(value)), (prefix, suffix)
+    assert not any(fp in base64.b64encode(b"unrelated text of some length").decode()
+                   for fp in fingerprints(value))
