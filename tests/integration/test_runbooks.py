@@ -175,7 +175,7 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
     assert run.rc != 0
     rep = report_of(run)
     assert rep["status"] == "resumable" and rep["resumable"], rep["record"]["error"]
-    assert rep["record"]["paused_pools"] == ["shared"] and rep["record"]["rollback"] is None
+    assert rep["record"]["paused_pools"] == ["tensor-fusion-shared"] and rep["record"]["rollback"] is None
     template = pool_template(tfc_spec(api_client))
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"].get("autoUpdateHypervisor") is False
     assert lease_holder(api_client) is None
