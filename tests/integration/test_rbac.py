@@ -93,9 +93,10 @@ def test_role_grants_idempotently_with_a_private_kubeconfig_and_removes(lab, api
 
 
 def test_precheck_runbook_runs_read_only_under_its_service_account(lab, api_client, sa_kubeconfig, tmp_path):
+    kubeconfig = sa_kubeconfig("precheck")  # before the snapshot: it creates a token Secret
     settle(api_client)
     before = touched(api_client)
-    run = guarded(sa_kubeconfig("precheck"), "precheck", "precheck", tmp_path)
+    run = guarded(kubeconfig, "precheck", "precheck", tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     assert touched(api_client) == before
     reports = list((tmp_path / "artifacts").rglob("report.json"))
