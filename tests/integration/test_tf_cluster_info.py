@@ -36,6 +36,21 @@ def test_healthy_lab_has_no_blocking_finding(lab, api_client):
     assert res["api_requests"] <= 20, "a few list calls, not one per object"
 
 
+def test_cached_and_consistent_reads_agree(lab, api_client):
+    """The watch-cache reads (default) and the paged etcd reads give the same picture, and the
+    GPUs counted from the Table view's Phase column are the GPUs listed."""
+    settle(api_client)
+    cached, consistent = info(lab), info(lab, cached_reads=False)
+    for key in ("gpunodes", "hypervisors", "gpus", "workloads", "pools", "release"):
+        assert cached["data"][key] == consistent["data"][key], key
+    gpus = client.CustomObjectsApi(api_client).list_cluster_custom_object("tensor-fusion.ai", "v1", "gpus")["items"]
+    assert cached["data"]["gpus"]["total"] == len(gpus)
+    assert cached["data"]["gpus"]["by_phase"] == {
+        phase: sum(1 for g in gpus if (g.get("status") or {}).get("phase", "") == phase)
+        for phase in {(g.get("status") or {}).get("phase", "") for g in gpus}}
+    assert cached["api_requests"] <= consistent["api_requests"]
+
+
 def test_pending_release_is_blocking(lab, api_client):
     core = client.CoreV1Api(api_client)
     ns = "ci-" + uuid.uuid4().hex[:6]
