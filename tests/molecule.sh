@@ -24,13 +24,14 @@ run_scenario() {
 existing_cluster() {
   # An "existing" cluster for the scenario: a small lab started here, reached only through
   # K8S_AUTH_KUBECONFIG and helm on PATH, as AWX's Kubernetes credential would reach a cluster.
-  local state
   state=$(mktemp -d /tmp/tfops-molecule-existing.XXXXXX)
-  trap 'python -m lab --state "$state" down' RETURN
+  trap 'python -m lab --state "$state" down' EXIT
   python -m lab --state "$state" up --tensorfusion --nodes 2
   K8S_AUTH_KUBECONFIG="$state/kubeconfig" \
     PATH="$(dirname "$(python -c 'from lab import paths; print(paths.helm_binary("3"))')"):$PATH" \
     run_scenario existing_cluster
+  python -m lab --state "$state" down
+  trap - EXIT
 }
 
 scenarios=("$@")
