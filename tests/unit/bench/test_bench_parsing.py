@@ -66,3 +66,22 @@ def test_rollout_seconds_merges_overlapping_campaigns():
     assert campaigns == 2
     assert abs(total - 6.01) < 1e-6  # 100.0 .. 106.01, the two campaigns overlap
     assert rollout_seconds(writes, 105, 200) == (0.0, 0)
+
+
+def test_allowed_requests_leave_out_the_labs_own_readers():
+    counts = apimetrics.parse(METRICS)
+    counts[("GET", "", "pods", "")] += 50  # the kubelet stand-in reading its Pods
+    counts[("LIST", "", "pods", "")] += 2
+    counts[("LIST", "batch", "cronjobs", "")] += 3  # the controller manager
+    # discovery 4 + LIST pods 2; the GPUPool GETs are not the precheck's, the cron jobs not anyone's
+    assert apimetrics.contender_requests(counts, apimetrics.PRECHECK) == 6
+    # a rollout: discovery 4, GPUPool GETs 8, the TensorFusionCluster spec PATCH 2, LIST pods 2
+    assert apimetrics.contender_requests(counts, apimetrics.ROLLOUT) == 16
+
+
+def test_from_by_verb_round_trips():
+    counts = apimetrics.parse(METRICS)
+    again = apimetrics.from_by_verb(apimetrics.by_verb(counts))
+    assert apimetrics.contender_requests(again, apimetrics.ROLLOUT) == apimetrics.contender_requests(
+        counts, apimetrics.ROLLOUT)
+    assert again[("PATCH", "", "tensorfusionclusters", "status")] == 9
