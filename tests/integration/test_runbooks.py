@@ -43,6 +43,14 @@ def rb(lab, api_client, helm_bins, tmp_path_factory):
         run_playbook("tensorfusion.ops.rollback", dict(base, tfops_snapshot=STATE["v1_snapshot"]), timeout=900)
     assert release_chart(api_client) == V1
     assert pool_template(tfc_spec(api_client))["componentConfig"] == pool_template(before)["componentConfig"]
+    # The runbooks set the pool's rolling policy (batch size, autoUpdate flags); a snapshot restores
+    # componentConfig only, so the policy is put back here for the rest of the suite.
+    policy = pool_template(before)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    tfc = tfc_spec(api_client)
+    if pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] != policy:
+        pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] = policy
+        client.CustomObjectsApi(api_client).replace_cluster_custom_object(
+            "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion", tfc)
     settle(api_client)
 
 
