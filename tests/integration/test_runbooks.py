@@ -47,7 +47,8 @@ def rb(lab, api_client, helm_bins, tmp_path_factory):
     # componentConfig only, so the policy is put back here for the rest of the suite.
     policy = pool_template(before)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
     tfc = tfc_spec(api_client)
-    if pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] != policy:
+    marker = (tfc["metadata"].get("annotations") or {}).pop("ops.tensor-fusion.ai/paused", None)
+    if pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] != policy or marker:
         pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] = policy
         client.CustomObjectsApi(api_client).replace_cluster_custom_object(
             "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion", tfc)
