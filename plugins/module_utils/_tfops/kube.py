@@ -139,8 +139,16 @@ def list_pages(kube, resource, namespace=None, label_selector=None, field_select
     API server's watch cache instead of etcd (see _pages)."""
     for page in _pages(kube, resource, _METADATA_ONLY if metadata_only else "application/json",
                        namespace, label_selector, field_selector, limit, cached=cached):
-        for item in page.get("items") or []:
+        items = page.get("items") or []
+        if cached:  # the watch cache answers in no particular order; etcd in key order
+            items.sort(key=_key_order)
+        for item in items:
             yield project(item) if project else item
+
+
+def _key_order(obj):
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
 
 
 def list_column(kube, resource, column, namespace=None, label_selector=None, limit=TABLE_PAGE_SIZE,
