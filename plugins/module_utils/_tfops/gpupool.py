@@ -16,6 +16,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     TfopsError,
     WaitTimeout,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import pod_problems
 
@@ -116,16 +117,16 @@ class PoolObserver:
                                    "running and has it reconciled the cluster?" % self.gpupool)
             raise
 
+    # Raw JSON pages, not the dynamic client's objects: building and converting those costs
+    # more than the request for a pool of hundreds of nodes (bench/, part 1).
     def gpunodes(self):
-        return self.kube.call("list", "gpunodes", self.nodes.get,
-                              label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool
-                              ).to_dict()["items"]
+        return list(list_pages(self.kube, self.nodes,
+                               label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool))
 
     def hypervisor_pods(self):
-        return self.kube.call("list", "pods", self.pods.get, namespace=OPERATOR_NAMESPACE,
-                              label_selector="tensor-fusion.ai/component=hypervisor,"
-                                             "tensor-fusion.ai/pool-%s=true" % self.gpupool
-                              ).to_dict()["items"]
+        return list(list_pages(self.kube, self.pods, namespace=OPERATOR_NAMESPACE,
+                               label_selector="tensor-fusion.ai/component=hypervisor,"
+                                              "tensor-fusion.ai/pool-%s=true" % self.gpupool))
 
     def consumers(self, comp):
         """How many objects a campaign of ``comp`` works on; 0 means it never completes."""
