@@ -58,7 +58,8 @@ def _plan(params, template, marker, change=None):
     new = rollout.set_auto_update(new, resume, True) if resume else new
     changed = rollout.hash_changed_components(template, new)
     rollout.refuse_frozen(changed, new)
-    return new, changed, [c for c in marker if c not in resume]
+    # Every pause of ours ends here: resumed above, or its flag set by the task itself.
+    return new, changed, []
 
 
 def _diff(entry_name, before, after):
