@@ -108,14 +108,17 @@ def test_precheck_without_one_rule_fails_clearly_and_reads_only(lab, api_client,
     kubeconfig = sa_kubeconfig("precheck", drop=("Role", "secrets", "list"))
     before = touched(api_client)
     run = run_playbook("tensorfusion.ops.precheck", {
-        "tfops_kubeconfig": kubeconfig, "tfops_artifacts_dir": str(tmp_path / "artifacts")})
+        "tfops_kubeconfig": kubeconfig, "tfops_artifacts_dir": str(tmp_path / "artifacts"),
+        "tfops_rbac_preflight": False})
     assert run.rc != 0
     gathered = run.task_results("Gather the health picture of TensorFusion")
     assert gathered["msg"].startswith("forbidden: list secrets"), gathered["msg"]
     assert touched(api_client) == before
-    # ... and the preflight says the same before the runbook starts.
-    run = guarded(kubeconfig, "precheck", "precheck", tmp_path)
+    # ... and the runbook's own preflight says the same before anything else runs.
+    run = run_playbook("tensorfusion.ops.precheck", {
+        "tfops_kubeconfig": kubeconfig, "tfops_artifacts_dir": str(tmp_path / "artifacts2")})
     assert_forbidden_before_any_change(run, api_client, before, "list secrets in %s" % NS)
+    assert "Gather the health picture" not in run.stdout, "the precheck never started"
 
 
 @pytest.mark.parametrize("runbook, rbac, drop, text", [
