@@ -95,7 +95,9 @@ def test_no_secret_anywhere_and_everything_written_is_private(
     settle(api_client)
     pki = Path(lab["state_dir"]) / "pki"
     kubeconfig = sa_kubeconfig(("upgrade", "rotate"))
-    upgrade_kubeconfig, rotate_kubeconfig = sa_kubeconfig("upgrade"), sa_kubeconfig("rotate")
+    # the upgrade runbook rolls back on failure: it holds the rollback's rules too (its preflight checks)
+    upgrade_kubeconfig = sa_kubeconfig(("upgrade", "rollback"))
+    rotate_kubeconfig = sa_kubeconfig("rotate")
     work = tmp_path / "work"
     work.mkdir(mode=0o755)  # the collection must make its own files private, whatever the umask
     emitted = work / "emitted.kubeconfig"
