@@ -1,5 +1,8 @@
 """Fixtures of the integration tests that talk to the session lab."""
+import uuid
+
 import pytest
+from kubernetes import client
 
 from .rbac_helpers import service_accounts
 
@@ -9,3 +12,13 @@ def sa_kubeconfig(lab):
     """(runbook, drop=None, helm_chart=True) -> path of a 0600 kubeconfig for a ServiceAccount bound
     to exactly that runbook's RBAC (docs/rbac), minus ``drop``; see rbac_helpers.py."""
     yield from service_accounts(lab)
+
+
+@pytest.fixture
+def ns(api_client):
+    """A namespace of the test's own, deleted afterwards."""
+    core = client.CoreV1Api(api_client)
+    name = "t-" + uuid.uuid4().hex[:6]
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)

@@ -61,15 +61,6 @@ def live_pods(api_client, ns, selector):
 
 
 @pytest.fixture
-def ns(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "sr-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
-
-
-@pytest.fixture
 def never_ready(api_client):
     """Set the kubelet's never-Ready image pattern; removed afterwards."""
     core = client.CoreV1Api(api_client)

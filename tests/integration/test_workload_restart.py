@@ -1,24 +1,13 @@
 """workload_restart against the lab: real controller-manager rollouts, honest changed, check mode,
 the TensorFusion controller found by labels, Secret-driven idempotence, and a stuck rollout that
 fails with its reason."""
-import uuid
 
-import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
 from .test_lab import deployment, wait_for
 
 TASK = "Restart"
-
-
-@pytest.fixture
-def ns(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "wr-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
 
 
 def restart(lab, check=False, diff=False, **opts):

@@ -8,8 +8,6 @@ be verified on its Pods, and be put back."""
 
 from __future__ import annotations
 
-import time
-
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import (
     optimistic,
     rollout,
@@ -234,7 +232,3 @@ class PoolComponentConsumer:
         if not synced:
             raise VerifyFailed("%s: the worker campaign is not synced (progress %s)" % (
                 self.label, progress), consumer=self.label)
-
-
-def since(started):
-    return round(time.monotonic() - started, 3)
