@@ -66,6 +66,11 @@ options:
       - Can also be given with E(K8S_AUTH_IMPERSONATE_GROUPS).
     type: list
     elements: str
+attributes:
+  platform:
+    platforms: kubernetes
+    support: full
+    description: Talks to the Kubernetes API.
 requirements:
   - kubernetes >= 24.2.0 (Python library)
 notes:

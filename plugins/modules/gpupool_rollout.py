@@ -173,10 +173,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the pool's componentConfig and rolling policy before and after (secret-looking env values masked).
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """

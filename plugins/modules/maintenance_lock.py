@@ -77,10 +77,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the Lease's annotations and spec before and after.
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 notes:
   - The Lease's times, and whether its holder stopped renewing, follow the API server's clock (read
     from the C(Date) header of one request, to about a second), so hosts whose clocks disagree still

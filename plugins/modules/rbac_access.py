@@ -78,10 +78,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows names, labels, rules, role references and subjects before and after (never a token).
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 notes:
   - The credentials running this module need to create ServiceAccounts, Secrets, ClusterRoles,
     Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every

@@ -131,10 +131,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows references (versioned) or the content digest (in place) before and after.
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 notes:
   - A chart-managed Secret with a fixed name, such as C(tf-cloud-vendor-credentials), is rotated with
     O(strategy=in_place); a Secret named in the chart's values is rotated with O(strategy=versioned)

@@ -65,10 +65,6 @@ attributes:
   diff_mode:
     support: none
     description: Leaves nothing behind, so there is nothing to diff.
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """

@@ -49,6 +49,13 @@ options:
         always read consistently.
     type: bool
     default: true
+  findings_per_code:
+    description:
+      - At most this many findings of one code; the rest of that code are counted in one
+        finding of the same severity (a blocking code still blocks) and in C(findings_omitted).
+        C(summary) always counts every finding. V(0) lists them all.
+    type: int
+    default: 20
   rules:
     description:
       - Extra rules, each a JMESPath expression over the returned C(data). A list result gives
@@ -82,10 +89,6 @@ attributes:
   diff_mode:
     support: none
     description: Changes nothing, so there is nothing to diff.
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 requirements:
   - jmespath (for O(rules))
 author:
@@ -127,8 +130,13 @@ findings:
   sample:
     - {code: GPUNODE_NOT_RUNNING, severity: blocking, object: gpunode/gpu-17,
        message: "GPUNode gpu-17 is Pending: a node that does not return to Running blocks every hypervisor rollout of its pool forever"}
+findings_omitted:
+  description: Per code, how many findings were left out of C(findings) by O(findings_per_code).
+  returned: always
+  type: dict
+  sample: {WORKLOAD_NO_PDB: 1980}
 summary:
-  description: Number of findings per severity.
+  description: Number of findings per severity, those left out of C(findings) included.
   returned: always
   type: dict
   sample: {blocking: 0, warning: 2, info: 1}
@@ -142,11 +150,14 @@ api_requests:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import findings
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.clusterinfo import Gatherer
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 
 def gather(module):
     params = module.params
     findings.validate_rules(params["rules"])
+    if params["findings_per_code"] < 0:
+        raise InvalidInput("findings_per_code must be 0 (no limit) or more")
     kube = tfmodule.connect(module)
     try:
         data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
@@ -156,8 +167,9 @@ def gather(module):
     found = findings.builtin_findings(data) + findings.custom_findings(data, params["rules"])
     order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
     found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))
-    return dict(changed=False, data=data, findings=found, summary=findings.summarize(found),
-                api_server=kube.server, api_requests=kube.requests)
+    shown, omitted = findings.cap_per_code(found, params["findings_per_code"])
+    return dict(changed=False, data=data, findings=shown, findings_omitted=omitted,
+                summary=findings.summarize(found), api_server=kube.server, api_requests=kube.requests)
 
 
 def main():
@@ -168,6 +180,7 @@ def main():
              events_limit=dict(type="int", default=30),
              workloads=dict(type="bool", default=True),
              cached_reads=dict(type="bool", default=True),
+             findings_per_code=dict(type="int", default=20),
              rules=dict(type="list", elements="dict", default=[], options=dict(
                  code=dict(type="str", required=True),
                  severity=dict(type="str", required=True, choices=["blocking", "warning", "info"]),

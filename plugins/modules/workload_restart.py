@@ -75,10 +75,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the restart annotation before and after for each restarted workload.
-  platform:
-    platforms: kubernetes
-    support: full
-    description: Talks to the Kubernetes API.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """

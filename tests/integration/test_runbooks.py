@@ -134,6 +134,9 @@ def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
     check_files(rep)
     STATE["v1_snapshot"] = rec["snapshot"]["path"]
     assert rec["snapshot"]["chart_version"] == V1
+    # Whatever image earlier tests left on the pool: the rollback test expects exactly this one back.
+    STATE["v1_hypervisor"] = rec["versions"]["before"]["pools"]["tensor-fusion-shared"]["hypervisor"]
+    assert STATE["v1_hypervisor"] != HV + "2.17.0"
 
     again = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0"), timeout=900)
     assert again.rc == 0, again.stdout[-3000:]
@@ -253,6 +256,6 @@ def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client):
     assert rep["status"] == "succeeded" and rep["record"]["rollback"]["ok"]
     assert rep["record"]["snapshot"]["path"] == STATE["v1_snapshot"]
     assert release_chart(api_client) == V1
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.14.0"
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == STATE["v1_hypervisor"]
     assert lease_holder(api_client) is None
     check_files(rep)

@@ -190,6 +190,29 @@ def custom_findings(data, rules):
     return out
 
 
+def cap_per_code(findings, limit):
+    """At most ``limit`` findings of each code (0: no limit); the rest of a code become one finding
+    that counts them, with the code's severity, so a blocking code still blocks. Returns
+    (findings, {code: number left out}). Thousands of identical warnings help nobody read a
+    result, and a result of megabytes costs Ansible seconds to handle."""
+    if not limit:
+        return list(findings), {}
+    kept, omitted, first_omitted = [], {}, {}
+    seen = {}
+    for item in findings:
+        seen[item["code"]] = seen.get(item["code"], 0) + 1
+        if seen[item["code"]] <= limit:
+            kept.append(item)
+        else:
+            omitted[item["code"]] = omitted.get(item["code"], 0) + 1
+            first_omitted.setdefault(item["code"], item)
+    for code, count in omitted.items():
+        kept.append(finding(code, first_omitted[code]["severity"], "%d more" % count,
+                            "%d more %s findings like the ones above (findings_per_code is %d)" % (
+                                count, code, limit)))
+    return kept, omitted
+
+
 def summarize(findings):
     counts = dict((s, 0) for s in SEVERITIES)
     for item in findings:

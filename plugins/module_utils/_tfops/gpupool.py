@@ -156,13 +156,17 @@ class PoolObserver:
                 "hypervisor_pods_not_ready": problems, "hypervisor_restarts": restarts}
 
     def node_counts(self, image=None):
-        nodes = self.gpunodes()
-        pods = self.hypervisor_pods()
-        updated = [p for p in pods if not image or any(
-            c.get("image") == image for c in p["spec"]["containers"])]
-        return {"total": len(nodes),
-                "updated": len(updated),
-                "stuck": len([n for n in nodes if (n.get("status") or {}).get("phase") != "Running"])}
+        return count_nodes(self.gpunodes(), self.hypervisor_pods(), image)
+
+
+def count_nodes(nodes, pods, image=None):
+    """The result's node counts: GPUNodes, hypervisor Pods with ``image``, GPUNodes not Running."""
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    updated = [p for p in live if not image or any(
+        c.get("image") == image for c in p["spec"]["containers"])]
+    return {"total": len(nodes),
+            "updated": len(updated),
+            "stuck": len([n for n in nodes if (n.get("status") or {}).get("phase") != "Running"])}
 
 
 def describe_diagnosis(diag):

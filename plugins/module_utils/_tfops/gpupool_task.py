@@ -16,6 +16,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
     ClusterEditor,
     PoolObserver,
+    count_nodes,
     RolloutWait,
     paused_marker,
     pool_entry_transform,
@@ -131,12 +132,15 @@ class RolloutTask:
                             "again to resume and finish" % ", ".join(waits))
                 exc.details["paused"] = waits
             raise
+        nodes = None
         if params["wait_until_progress"] >= 100:
             self._wait_pool_running(watcher, gpupool)
-            image = ((params.get("components") or {}).get("hypervisor") or {}).get("image")
             if "hypervisor" in waits:
-                self._wait_hypervisors(observer, image)
-        return self._finish(result, waiter.pool, trackers, waiter)
+                nodes = self._wait_hypervisors(observer, self._hypervisor_image())
+        return self._finish(result, waiter.pool, trackers, waiter, nodes)
+
+    def _hypervisor_image(self):
+        return ((self.params.get("components") or {}).get("hypervisor") or {}).get("image")
 
     def _components_to_wait(self, pool, new, changed, observer):
         if self.params["state"] == "paused":
@@ -173,7 +177,8 @@ class RolloutTask:
         watcher.wait(running, self.deadline)
 
     def _wait_hypervisors(self, observer, image):
-        """Done for hypervisors (tensorfusion-operator.md 8.4): one Ready Pod per node, new image."""
+        """Done for hypervisors (tensorfusion-operator.md 8.4): one Ready Pod per node, new image.
+        Returns the node counts from what the wait saw, so the result lists nothing again."""
         nodes = observer.gpunodes()
         want = len(nodes)
         pods = ObjectWatcher(self.kube, observer.pods, namespace="tensor-fusion-sys",
@@ -188,8 +193,9 @@ class RolloutTask:
             return len(good) == want and len(live) == want, \
                 "%d of %d hypervisor Pods Ready%s" % (len(good), want, " with %s" % image if image else "")
         pods.wait(ready, self.deadline)
+        return count_nodes(nodes, list(pods.objects.values()), image)
 
-    def _finish(self, result, pool, trackers, waiter):
+    def _finish(self, result, pool, trackers, waiter, nodes=None):
         for comp in rollout.COMPONENTS:
             status_hash, progress, synced, _ip = rollout.component_status(pool, comp)
             result["components"][comp].update(after_hash=status_hash, progress=progress, synced=synced)
@@ -200,6 +206,6 @@ class RolloutTask:
             item.update(campaign=tracker.campaign, batches=len(steps),
                         duration=round(waiter.done_at.get(tracker.comp, time.monotonic() - waiter.started), 3))
         result["timeline"] = waiter.timeline if waiter else []
-        result["nodes"] = PoolObserver(self.kube, result["gpupool"]).node_counts(
-            ((self.params.get("components") or {}).get("hypervisor") or {}).get("image"))
+        result["nodes"] = nodes or PoolObserver(self.kube, result["gpupool"]).node_counts(
+            self._hypervisor_image())
         return result

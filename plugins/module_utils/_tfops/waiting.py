@@ -13,7 +13,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     InvalidInput,
     WaitTimeout,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import api_error
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import api_error, list_versioned
 
 try:
     from kubernetes.client.rest import ApiException
@@ -60,12 +60,10 @@ class ObjectWatcher:
 
     def relist(self):
         self.requests += 1
-        listing = self.kube.call("list", self.resource.name, self.resource.get,
-                                 namespace=self.namespace, label_selector=self.label_selector,
-                                 field_selector=self.field_selector)
-        listing = listing.to_dict()
-        self.objects = dict((_key(o), o) for o in listing.get("items") or [])
-        self.resource_version = listing["metadata"].get("resourceVersion")
+        items, self.resource_version = list_versioned(
+            self.kube, self.resource, namespace=self.namespace, label_selector=self.label_selector,
+            field_selector=self.field_selector)
+        self.objects = dict((_key(o), o) for o in items)
 
     def _stream(self, seconds):
         """Yield once per change until the server closes the watch after ``seconds``."""

@@ -90,3 +90,16 @@ def test_slim_pool_reads_omitted_fields_as_defaults():
     pool = slim_pool({"metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Running"}})
     assert pool["components"]["hypervisor"] == {"hash": "", "progress": 0, "synced": False,
                                                 "in_progress": "", "auto_update": False}
+
+
+def test_cap_per_code_keeps_the_first_and_counts_the_rest_with_their_severity():
+    found = ([findings.finding("WORKLOAD_NO_PDB", "warning", "wl/%d" % i, "m") for i in range(5)]
+             + [findings.finding("GPUNODE_NOT_RUNNING", "blocking", "n/%d" % i, "m") for i in range(3)]
+             + [findings.finding("WARNING_EVENTS", "info", "events", "m")])
+    shown, omitted = findings.cap_per_code(found, 2)
+    assert omitted == {"WORKLOAD_NO_PDB": 3, "GPUNODE_NOT_RUNNING": 1}
+    assert [f["object"] for f in shown if f["code"] == "WORKLOAD_NO_PDB"] == ["wl/0", "wl/1", "3 more"]
+    marker = [f for f in shown if f["object"] == "1 more"][0]
+    assert marker["severity"] == "blocking" and "GPUNODE_NOT_RUNNING" in marker["message"]
+    assert [f for f in shown if f["code"] == "WARNING_EVENTS"] == found[-1:]
+    assert findings.cap_per_code(found, 0) == (found, {})
