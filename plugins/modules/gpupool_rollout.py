@@ -307,14 +307,10 @@ def rollout_pool(module):
     params["components"] = _prune(params["components"]) or {}
     params["rolling_update"] = _prune(params["rolling_update"]) or {}
     deadline = validate(params)
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         task = RolloutTask(kube, params, module.check_mode, deadline)
         result = task.run()
-    finally:
-        kube.close()
-    for warning in task.warnings:
-        module.warn(warning)
+    tfmodule.warn_all(module, task.warnings)
     result["api_server"] = kube.server
     return result
 

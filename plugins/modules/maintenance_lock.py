@@ -218,10 +218,7 @@ api_server:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
-    InvalidInput,
-    TfopsError,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 
 def change_lock(module):
@@ -229,20 +226,13 @@ def change_lock(module):
     me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id())
     if params["ttl"] < 1:
         raise InvalidInput("ttl must be at least 1 second")
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         lock = locks.LeaseLock(kube, params["namespace"], params["name"])
         if params["state"] == "acquired":
             result = lock.acquire(me, params["ttl"], check_mode=module.check_mode)
         else:
             result = lock.release(me, force=params["force"], check_mode=module.check_mode)
-    except TfopsError as exc:
-        exc.details.setdefault("api_server", kube.server)
-        raise
-    finally:
-        kube.close()
-    for warning in result.pop("warnings"):
-        module.warn(warning)
+    tfmodule.warn_all(module, result.pop("warnings"))
     if not module._diff:
         result.pop("diff")
     result["api_server"] = kube.server

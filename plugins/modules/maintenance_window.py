@@ -275,8 +275,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline i
 def read_pool(module):
     """(cron expressions, maxDuration, source) declared by the pool, read from the cluster."""
     params = module.params
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         source = dict(type="pool")
         if params["cluster"]:
             spec, name = windows.cluster_pool_spec(kube, params["cluster"], params["pool"])
@@ -285,8 +284,6 @@ def read_pool(module):
             spec, name = windows.gpupool_spec(kube, params["pool"])
         includes, max_duration = windows.pool_policy_window(spec)
         source.update(pool=name, cron=includes, max_duration=max_duration)
-    finally:
-        kube.close()
     return includes, max_duration, source, kube.server
 
 

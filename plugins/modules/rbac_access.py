@@ -152,11 +152,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 
 def verify(module, roles):
     """Fail with the first missing permission (all of them in ``missing``); write nothing."""
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         missing = access.missing_access(kube, access.access_checks(roles))
-    finally:
-        kube.close()
     texts = [access.check_text(m["attributes"]) for m in missing]
     if missing:
         first = missing[0]
@@ -180,8 +177,7 @@ def grant(module):
     objects = [sa] + roles + [access.binding_for(r, sa_name, namespace) for r in roles]
     if params.get("kubeconfig_path"):
         objects.append(secret)
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         work = access.Access(kube, module.check_mode)
         file_changed = False
         if params["state"] == "present":
@@ -199,8 +195,6 @@ def grant(module):
                 work.remove(obj)
             if params.get("kubeconfig_path"):
                 file_changed = access.remove_file(params["kubeconfig_path"], module.check_mode)
-    finally:
-        kube.close()
     result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,
               "roles": role_names(roles),
               "service_account": "%s/%s" % (namespace, sa_name), "api_server": kube.server}

@@ -275,20 +275,18 @@ def rotate(module):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_rotate_task import RotateTask
     validate(module.params)
     deadline = deadline_from(module.params)
-    kube = tfmodule.connect(module)
     helm = None
-    try:
-        if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
-            from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import open_helm
-            helm, _server = open_helm(module)
-        task = RotateTask(kube, module.params, module.check_mode, deadline, helm)
-        result = task.run()
-    finally:
-        kube.close()
-        if helm is not None:
-            helm.close()
-    for warning in task.warnings:
-        module.warn(warning)
+    with tfmodule.connected(module) as kube:
+        try:
+            if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
+                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import open_helm
+                helm, _server = open_helm(module)
+            task = RotateTask(kube, module.params, module.check_mode, deadline, helm)
+            result = task.run()
+        finally:
+            if helm is not None:
+                helm.close()
+    tfmodule.warn_all(module, task.warnings)
     if not module._diff:
         result.pop("diff", None)
     result["api_server"] = kube.server

@@ -113,11 +113,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_arg
 
 def accept(module):
     deadline = deadline_from(dict(module.params, wait=True))
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         result = run_acceptance(kube, module.params, module.check_mode, deadline)
-    finally:
-        kube.close()
     result["api_server"] = kube.server
     if not result["passed"] and not module.check_mode:
         failed = [c for c in result["checks"] if not c["ok"]]

@@ -158,12 +158,9 @@ def gather(module):
     findings.validate_rules(params["rules"])
     if params["findings_per_code"] < 0:
         raise InvalidInput("findings_per_code must be 0 (no limit) or more")
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
                         params["events_limit"], params["workloads"], params["cached_reads"]).gather()
-    finally:
-        kube.close()
     found = findings.builtin_findings(data) + findings.custom_findings(data, params["rules"])
     order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
     found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))

@@ -169,8 +169,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads 
 def restart_workloads(module):
     params = module.params
     deadline = deadline_from(params)
-    kube = tfmodule.connect(module)
-    try:
+    with tfmodule.connected(module) as kube:
         restarter = Restarter(kube, params["kind"])
         after = parse_time(params["restarted_after"]) if params["restarted_after"] else None
         secret = None
@@ -181,8 +180,6 @@ def restart_workloads(module):
         results = [restarter.restart(obj, module.check_mode, params["wait"], deadline,
                                      restarted_after=after, secret=secret, restart=params["restart"])
                    for obj in targets]
-    finally:
-        kube.close()
     result = dict(changed=any(r["restarted"] for r in results), workloads=results,
                   api_server=kube.server)
     if module._diff:

@@ -6,6 +6,7 @@ values from a dict kubeconfig registered as no_log values, and typed errors turn
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from ansible.module_utils.basic import AnsibleModule
@@ -45,6 +46,25 @@ def connect(module):
     """A Kube connection for the module's auth options (imported late: needs kubernetes)."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
     return Kube(resolve_auth(module.params))
+
+
+@contextlib.contextmanager
+def connected(module):
+    """``with connected(module) as kube:`` - the connection is closed however the block ends, a
+    typed failure names the API server, and ``kube.server`` stays readable after it for the result."""
+    kube = connect(module)
+    try:
+        yield kube
+    except TfopsError as exc:
+        exc.details.setdefault("api_server", kube.server)
+        raise
+    finally:
+        kube.close()
+
+
+def warn_all(module, warnings):
+    for warning in warnings:
+        module.warn(warning)
 
 
 def fail(module, exc, **result):

@@ -71,8 +71,10 @@ class WorkloadConsumer:
     def read(self):
         return self.restarter.find(self.namespace, self.name)[0]
 
-    def references(self, secret):
-        return secretrefs.references(self.read()["spec"]["template"].get("spec"), secret)
+    def referenced(self, names):
+        """Which of ``names`` the Pod template uses, from one read."""
+        spec = self.read()["spec"]["template"].get("spec")
+        return [n for n in names if secretrefs.references(spec, n)]
 
     def repoint(self, old, new, _deadline=None):
         """Point the Pod template at ``new``; the workload controller rolls it. True if written."""
@@ -82,7 +84,7 @@ class WorkloadConsumer:
                 return None
             obj["spec"]["template"]["spec"] = secretrefs.repoint(spec, old, new)
             return obj
-        before = self.references(old)
+        before = self.referenced([old])
         optimistic.update(self.kube, self.restarter.api, change, self.name, self.namespace)
         return bool(before)
 
@@ -129,8 +131,10 @@ class PoolComponentConsumer:
         tfc, index, _entry = self._entry()
         return rollout.gpupool_name(tfc, index)
 
-    def references(self, secret):
-        return secretrefs.references((self.template().get("template") or {}).get("spec"), secret)
+    def referenced(self, names):
+        """Which of ``names`` the component's Pod template uses, from one read."""
+        spec = (self.template().get("template") or {}).get("spec")
+        return [n for n in names if secretrefs.references(spec, n)]
 
     def auto_update(self):
         return rollout.auto_update(self._entry()[2]["specTemplate"], self.component)

@@ -34,10 +34,10 @@ class HelmValuesConsumer:
         info, _history = self.helm.release(self.release, self.namespace)
         return info
 
-    def references(self, secret):
+    def referenced(self, names):
+        """Which of ``names`` the values key holds, from one read of the release."""
         values = self._current()["values"]
-        return ["values.%s" % self.values_key] if secret_plan.values_references(
-            values, self.values_key, secret) else []
+        return [n for n in names if secret_plan.values_references(values, self.values_key, n)]
 
     def repoint(self, old, new, deadline=None):
         info = self._current()

@@ -222,9 +222,10 @@ class RotateTask:
             raise InvalidInput("Secret %s already exists and is not this content's version; "
                                "remove or rename it" % new_name)
         consumers = self.consumers(names + [new_name])
-        moves = [(c, [n for n in names if c.references(n)]) for c in consumers]
+        uses = [(c, c.referenced(names + [new_name])) for c in consumers]  # one read each
+        moves = [(c, [n for n in used if n != new_name]) for c, used in uses]
         moves = [(c, olds) for c, olds in moves if olds]
-        unrolled = [c for c in consumers if not c.references(new_name)]
+        unrolled = [c for c, used in uses if new_name not in used]
         self._preflight([c for c, _olds in moves])
         changed = existing is None or bool(moves)
         result = {"secret": secret_plan.content_view(new_name, data, secret_type),
@@ -248,7 +249,7 @@ class RotateTask:
                           consumer=consumer, detail="%s -> %s" % (old, new_name))
                 self.undo.append(("%s points at %s again" % (consumer.label, old),
                                   lambda c=consumer, o=old: c.repoint(new_name, o)))
-        self._roll_and_verify([c for c in consumers if c.references(new_name)], ("name", new_name))
+        self._roll_and_verify([c for c in consumers if c.referenced([new_name])], ("name", new_name))
         self.undo = []
         deleted = self.prune(new_name) if self.params.get("delete_old") else []
         result.update(changed=changed or bool(deleted), deleted=deleted)
