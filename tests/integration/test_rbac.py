@@ -56,8 +56,8 @@ def guarded(kubeconfig, runbook, rbac, tmp_path, **extra):
 
 def assert_forbidden_before_any_change(run, api_client, before, text):
     assert run.rc != 0, run.stdout[-2000:]
-    preflight = run.task_results("Create the ServiceAccount, the roles (from the files of docs/rbac) "
-                                 "and the bindings")
+    preflight = run.task_results("Bring the ServiceAccount, the roles (from the files of docs/rbac) "
+                                 "and the bindings to rbac_state")
     assert preflight["msg"].startswith("forbidden: " + text), preflight["msg"]
     assert preflight["error"] == "Forbidden"
     assert run.stdout.count("PLAY [") == 1, "the runbook's play never started"
