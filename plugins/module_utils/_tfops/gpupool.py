@@ -119,8 +119,8 @@ class PoolObserver:
 
     # Raw JSON pages, not the dynamic client's objects: building and converting those costs
     # more than the request for a pool of hundreds of nodes (bench/, part 1).
-    def gpunodes(self):
-        return list(list_pages(self.kube, self.nodes,
+    def gpunodes(self, cached=False):
+        return list(list_pages(self.kube, self.nodes, cached=cached,
                                label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool))
 
     def hypervisor_pods(self):

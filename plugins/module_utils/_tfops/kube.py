@@ -146,11 +146,14 @@ def list_pages(kube, resource, namespace=None, label_selector=None, field_select
             yield project(item) if project else item
 
 
-def list_versioned(kube, resource, namespace=None, label_selector=None, field_selector=None):
+def list_versioned(kube, resource, namespace=None, label_selector=None, field_selector=None, cached=False):
     """(every object as a dict, the list's resourceVersion): what a watch starts from.
-    Raw JSON pages, not the dynamic client's objects, which cost more to build than the request."""
+    Raw JSON pages, not the dynamic client's objects, which cost more to build than the request.
+    ``cached``: from the watch cache, as client-go's reflectors list - a list a little behind is
+    made good by the watch that follows it from the list's resourceVersion."""
     items, version = [], None
-    for page in _pages(kube, resource, "application/json", namespace, label_selector, field_selector):
+    for page in _pages(kube, resource, "application/json", namespace, label_selector, field_selector,
+                       cached=cached):
         if version is None:  # later pages are served from the first page's snapshot
             version = (page.get("metadata") or {}).get("resourceVersion")
         items.extend(page.get("items") or [])

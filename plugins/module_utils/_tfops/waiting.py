@@ -42,8 +42,9 @@ class ObjectWatcher:
     """
 
     def __init__(self, kube, resource, namespace=None, label_selector=None, field_selector=None,
-                 name=None):
+                 name=None, cached_list=False):
         self.kube = kube
+        self.cached_list = cached_list  # list from the watch cache (see list_versioned)
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -62,7 +63,7 @@ class ObjectWatcher:
         self.requests += 1
         items, self.resource_version = list_versioned(
             self.kube, self.resource, namespace=self.namespace, label_selector=self.label_selector,
-            field_selector=self.field_selector)
+            field_selector=self.field_selector, cached=self.cached_list)
         self.objects = dict((_key(o), o) for o in items)
 
     def _stream(self, seconds):
