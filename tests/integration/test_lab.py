@@ -34,12 +34,9 @@ def wait_for(list_fn, predicate, timeout=60, **kwargs):
 
 
 @pytest.fixture
-def namespace(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "t-" + uuid.uuid4().hex[:8]
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
+def namespace(ns):
+    """The conftest's own namespace, under the name these tests use."""
+    return ns
 
 
 def deployment(name, image="registry.lab/app:1", replicas=2):

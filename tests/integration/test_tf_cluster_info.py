@@ -116,31 +116,25 @@ def test_fragile_business_workload_warnings(lab, api_client):
         core.delete_namespace(ns)
 
 
-def test_findings_per_code_counts_what_it_leaves_out(lab, api_client):
+def test_findings_per_code_counts_what_it_leaves_out(lab, api_client, ns):
     """Two fragile workloads, one finding of each code shown: the other one is counted, in the
     marker finding, in findings_omitted and in the summary."""
     apps = client.AppsV1Api(api_client)
-    core = client.CoreV1Api(api_client)
-    ns = "ci-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": ns}})
-    try:
-        for name in ("llm-a", "llm-b"):
-            labels = {"app": name, "tensor-fusion.ai/enabled": "true"}
-            apps.create_namespaced_deployment(ns, {
-                "metadata": {"name": name},
-                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": {"labels": labels},
-                                      "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
-        full = info(lab, findings_per_code=0)
-        capped = info(lab, findings_per_code=1)
-        code = "WORKLOAD_NO_PDB"
-        assert len([f for f in full["findings"] if f["code"] == code]) >= 2
-        shown = [f for f in capped["findings"] if f["code"] == code]
-        assert len(shown) == 2 and shown[-1]["object"] == "%d more" % capped["findings_omitted"][code]
-        assert shown[-1]["severity"] == "warning"
-        assert capped["summary"] == full["summary"] and full["findings_omitted"] == {}
-    finally:
-        core.delete_namespace(ns)
+    for name in ("llm-a", "llm-b"):
+        labels = {"app": name, "tensor-fusion.ai/enabled": "true"}
+        apps.create_namespaced_deployment(ns, {
+            "metadata": {"name": name},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
+    full = info(lab, findings_per_code=0)
+    capped = info(lab, findings_per_code=1)
+    code = "WORKLOAD_NO_PDB"
+    assert len([f for f in full["findings"] if f["code"] == code]) >= 2
+    shown = [f for f in capped["findings"] if f["code"] == code]
+    assert len(shown) == 2 and shown[-1]["object"] == "%d more" % capped["findings_omitted"][code]
+    assert shown[-1]["severity"] == "warning"
+    assert capped["summary"] == full["summary"] and full["findings_omitted"] == {}
 
 
 def test_stopped_controller_is_blocking(lab, api_client):

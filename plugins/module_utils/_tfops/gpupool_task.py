@@ -132,12 +132,12 @@ class RolloutTask:
                             "again to resume and finish" % ", ".join(waits))
                 exc.details["paused"] = waits
             raise
-        nodes = None
+        counts = None
         if params["wait_until_progress"] >= 100:
             self._wait_pool_running(watcher, gpupool)
             if "hypervisor" in waits:
-                nodes = self._wait_hypervisors(observer, self._hypervisor_image())
-        return self._finish(result, waiter.pool, trackers, waiter, nodes)
+                counts = self._wait_hypervisors(observer, self._hypervisor_image())
+        return self._finish(result, waiter.pool, trackers, waiter, counts)
 
     def _hypervisor_image(self):
         return ((self.params.get("components") or {}).get("hypervisor") or {}).get("image")
@@ -198,7 +198,7 @@ class RolloutTask:
         pods.wait(ready, self.deadline)
         return count_nodes(nodes, list(pods.objects.values()), image)
 
-    def _finish(self, result, pool, trackers, waiter, nodes=None):
+    def _finish(self, result, pool, trackers, waiter, node_counts=None):
         for comp in rollout.COMPONENTS:
             status_hash, progress, synced, _ip = rollout.component_status(pool, comp)
             result["components"][comp].update(after_hash=status_hash, progress=progress, synced=synced)
@@ -209,6 +209,6 @@ class RolloutTask:
             item.update(campaign=tracker.campaign, batches=len(steps),
                         duration=round(waiter.done_at.get(tracker.comp, time.monotonic() - waiter.started), 3))
         result["timeline"] = waiter.timeline if waiter else []
-        result["nodes"] = nodes or PoolObserver(self.kube, result["gpupool"]).node_counts(
+        result["nodes"] = node_counts or PoolObserver(self.kube, result["gpupool"]).node_counts(
             self._hypervisor_image())
         return result
