@@ -18,8 +18,13 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+# Bumped whenever the patches applied to the vendored tree change, so that a cached build made
+# without them is rebuilt once (install.py's _patch_vendor_tree).
+KUBE_BUILD_PATCHES = "reflect2-1.0.2+openapi-zero-value"
+
+
 def kube_bin_dir() -> Path:
-    return cache_dir() / f"kubernetes-{KUBE_VERSION}" / "bin"
+    return cache_dir() / f"kubernetes-{KUBE_VERSION}-{KUBE_BUILD_PATCHES}" / "bin"
 
 
 def helm_dir(major: str) -> Path:
