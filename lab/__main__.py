@@ -25,6 +25,9 @@ def main(argv=None) -> int:
                       help="also install TensorFusion: CRDs, operator double, webhook, chart")
     p_up.add_argument("--chart-version", default=None,
                       help="test chart version to install (default: the older one)")
+    p_up.add_argument("--namespace", default=None,
+                      help="release (and operator) namespace of TensorFusion "
+                           "(default: tensor-fusion-sys)")
     sub.add_parser("down", help="stop exactly the processes this lab started; remove its state")
     sub.add_parser("status", help="print the lab's state as JSON")
     sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
@@ -37,7 +40,8 @@ def main(argv=None) -> int:
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
                                node_lifecycle=not args.no_node_lifecycle,
-                               tensorfusion=args.tensorfusion, chart_version=args.chart_version)
+                               tensorfusion=args.tensorfusion, chart_version=args.chart_version,
+                               tf_namespace=args.namespace)
             print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
         elif args.cmd == "down":

@@ -16,6 +16,9 @@ from typing import Dict, Optional
 from . import certs, install, paths, procs
 
 ADMIN_USER = "tfops-lab-admin"
+# Written into every state folder the lab creates; ``down`` deletes only folders that have it, so
+# a --state pointing at a source folder is refused instead of deleted.
+MARKER = ".tfops-lab-state"
 
 
 class LabError(RuntimeError):
@@ -82,10 +85,23 @@ def _wait_for(what: str, check, state: Dict, deadline: float) -> None:
     raise LabError(f"timed out waiting for {what} (last: {last}); logs in {state['state_dir']}/logs")
 
 
+def _claim(state_dir: Path) -> None:
+    """Make ``state_dir`` the lab's: a new or empty folder gets the marker; a folder with other
+    content and no marker is not ours to fill or to delete later."""
+    if state_dir.exists() and not (state_dir / MARKER).exists() and any(state_dir.iterdir()):
+        raise LabError(f"{state_dir} is not empty and is not a lab state folder (no {MARKER}); "
+                       "pick an empty or new folder for --state")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o700)
+    (state_dir / MARKER).write_text("created by python -m lab up; python -m lab down removes "
+                                    "this folder\n")
+
+
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
        node_lifecycle: bool = True, timeout: float = 120.0, tensorfusion: bool = False,
-       chart_version: Optional[str] = None) -> Dict:
+       chart_version: Optional[str] = None, tf_namespace: Optional[str] = None) -> Dict:
     state_dir = Path(state_dir).resolve()
+    _claim(state_dir)
     existing = load_state(state_dir)
     if existing and all(procs.alive(r) for r in existing["processes"]):
         return existing
@@ -93,8 +109,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
         down(state_dir)
     install.ensure_all()
     bin_dir = paths.kube_bin_dir()
-    state_dir.mkdir(parents=True, exist_ok=True)
-    state_dir.chmod(0o700)
+    _claim(state_dir)
     pki = state_dir / "pki"
     certs.make_pki(pki)
     logs = state_dir / "logs"
@@ -162,7 +177,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
                   state, deadline)
         if tensorfusion:  # CRDs, chart repo, webhook, operator double, chart installed
             from . import tensorfusion as tf
-            tf.start(state, chart_version or tf.V1)
+            tf.start(state, chart_version or tf.V1, namespace=tf_namespace or tf.NAMESPACE)
     except BaseException as exc:
         # Keep the logs of a failed start for whoever has to find out why.
         kept = state_dir.with_name(state_dir.name + ".failed-logs")
@@ -187,8 +202,12 @@ def _ready_nodes(state: Dict) -> int:
 
 
 def down(state_dir: Path) -> None:
-    """Stop exactly the processes this lab started (newest first), then remove its state."""
+    """Stop exactly the processes this lab started (newest first), then remove its state folder,
+    which must carry the lab's marker."""
     state_dir = Path(state_dir).resolve()
+    if state_dir.exists() and not (state_dir / MARKER).exists():
+        raise LabError(f"{state_dir} is not a lab state folder (no {MARKER}): refusing to stop "
+                       "anything or delete it")
     state = load_state(state_dir)
     if state:
         for rec in reversed(state["processes"]):

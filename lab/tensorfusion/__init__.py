@@ -85,11 +85,16 @@ def install_crds(api_client, timeout: float = 60.0) -> None:
             time.sleep(0.2)
 
 
-def _webhook_cert(state: Dict, out: Path) -> None:
+def namespace_of(state: Dict) -> str:
+    """The release namespace of this lab's TensorFusion (the operator's namespace)."""
+    return (state.get("tensorfusion") or {}).get("namespace") or NAMESPACE
+
+
+def _webhook_cert(state: Dict, out: Path, namespace: str) -> None:
     pki = Path(state["state_dir"]) / "pki"
     out.mkdir(parents=True, exist_ok=True)
     (out / "webhook.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,"
-                                     f"DNS:{RELEASE}-webhook.{NAMESPACE}.svc\n"
+                                     f"DNS:{RELEASE}-webhook.{namespace}.svc\n"
                                      "extendedKeyUsage=serverAuth\n")
     for cmd in (["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "webhook.key", "-out",
                  "webhook.csr", "-subj", "/CN=tensor-fusion-webhook"],
@@ -114,13 +119,13 @@ def _wait_http(url: str, rec: Dict, what: str, timeout: float = 30.0, ctx=None) 
     raise TensorFusionError(f"{what} did not answer at {url}")
 
 
-def _ensure_namespace_and_secret(api_client, cert_dir: Path) -> None:
+def _ensure_namespace_and_secret(api_client, cert_dir: Path, namespace: str) -> None:
     from kubernetes import client
     from kubernetes.client.rest import ApiException
     core = client.CoreV1Api(api_client)
-    for fn, args in ((core.create_namespace, ({"metadata": {"name": NAMESPACE}},)),
+    for fn, args in ((core.create_namespace, ({"metadata": {"name": namespace}},)),
                      # What the chart's certgen Job makes upstream: the webhook serving cert.
-                     (core.create_namespaced_secret, (NAMESPACE, {
+                     (core.create_namespaced_secret, (namespace, {
                          "metadata": {"name": "tensor-fusion-webhook-secret"},
                          "data": {"cert": base64.b64encode((cert_dir / "webhook.crt").read_bytes())
                                   .decode(),
@@ -140,6 +145,7 @@ def start_operator(state: Dict, workers: int = 8, gpus_per_node: int = 1) -> Dic
     logs = Path(state["state_dir"]) / "logs"
     rec = procs.spawn("tf-operator", [
         sys.executable, "-m", "lab.tensorfusion.operator", "--kubeconfig", state["kubeconfig"],
+        "--namespace", namespace_of(state),
         "--workers", str(workers), "--gpus-per-node", str(gpus_per_node)], logs, env=_env())
     state["processes"] = [r for r in state["processes"] if r["name"] != "tf-operator"] + [rec]
     _save(state)
@@ -153,29 +159,35 @@ def stop_operator(state: Dict) -> None:
             procs.stop(rec)
 
 
-def set_knobs(api_client, **knobs) -> None:
-    """Write the double's fault knobs (ConfigMap tensor-fusion-sys/tfops-lab-operator); ``None``
-    removes a knob. Read live by the double."""
+def set_knobs(api_client, namespace: str = NAMESPACE, **knobs) -> None:
+    """Write the double's fault knobs (ConfigMap <namespace>/tfops-lab-operator, in the
+    operator's namespace); ``None`` removes a knob. Read live by the double."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
     core = client.CoreV1Api(api_client)
     data = {k: (None if v is None else str(v)) for k, v in knobs.items()}
     try:
-        core.patch_namespaced_config_map(KNOBS, NAMESPACE, {"data": data})
+        core.patch_namespaced_config_map(KNOBS, namespace, {"data": data})
     except ApiException as exc:
         if exc.status != 404:
             raise
-        core.create_namespaced_config_map(NAMESPACE, {
+        core.create_namespaced_config_map(namespace, {
             "metadata": {"name": KNOBS}, "data": {k: v for k, v in data.items() if v is not None}})
 
 
 def helm_install(state: Dict, version: str = V1, helm_major: str = "3", values_cn: bool = False,
                  extra: Optional[List[str]] = None, timeout: str = "10m") -> str:
-    """The documented command against the lab's chart repository; returns helm's output."""
+    """The documented command against the lab's chart repository; returns helm's output.
+
+    With ``--disable-openapi-validation``, as the real chart needs on this API server: its
+    alert-manager Services set ``internalTrafficPolicy``, which v1.20's OpenAPI does not know. With
+    helm 4 also client-side apply: its server-side apply (the default for a new release) refuses
+    that field whatever the flag says ("field not declared in schema")."""
     repo = state["tensorfusion"]["chart_repo"]
     cmd = [str(paths.helm_binary(helm_major)), "upgrade", "--install", "--create-namespace",
-           "--namespace", NAMESPACE, "--repo", repo, RELEASE, CHART, "--version", version,
-           "--kubeconfig", state["kubeconfig"], "--wait", "--timeout", timeout]
+           "--namespace", namespace_of(state), "--repo", repo, RELEASE, CHART, "--version", version,
+           "--kubeconfig", state["kubeconfig"], "--wait", "--timeout", timeout,
+           "--disable-openapi-validation"] + (["--server-side=false"] if helm_major == "4" else [])
     if values_cn:
         cmd += ["-f", f"{repo}/values-cn.yaml"]
     res = subprocess.run(cmd + list(extra or []), capture_output=True, text=True)
@@ -222,11 +234,12 @@ def wait_pools_running(state: Dict, timeout: float) -> None:
         api.close()
 
 
-def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None) -> List[Dict]:
+def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
+          namespace: str = NAMESPACE) -> List[Dict]:
     """Install the CRDs, start the chart repository, the webhook and the operator double, install
-    chart ``chart_version`` with helm 3 and wait until every pool is Running. Appends the process
-    records to ``state['processes']`` and the details to ``state['tensorfusion']``; returns the
-    records it started."""
+    chart ``chart_version`` with helm 3 into ``namespace`` (the release's and the operator's) and
+    wait until every pool is Running. Appends the process records to ``state['processes']`` and
+    the details to ``state['tensorfusion']``; returns the records it started."""
     state_dir = Path(state["state_dir"])
     logs = state_dir / "logs"
     tf_dir = state_dir / "tensorfusion"
@@ -235,8 +248,8 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None)
     started: List[Dict] = []
     try:
         install_crds(api)
-        _webhook_cert(state, tf_dir)
-        _ensure_namespace_and_secret(api, tf_dir)
+        _webhook_cert(state, tf_dir, namespace)
+        _ensure_namespace_and_secret(api, tf_dir, namespace)
         wh_port, repo_port = _free_port(), _free_port()
         repo_url = f"http://127.0.0.1:{repo_port}"
         webhook_url = f"https://127.0.0.1:{wh_port}/mutate-v1-pod"
@@ -254,7 +267,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None)
             started.append(rec)
             state["processes"].append(rec)
         state["tensorfusion"] = {"chart_repo": repo_url, "webhook_url": webhook_url,
-                                 "webhook_port": wh_port, "namespace": NAMESPACE,
+                                 "webhook_port": wh_port, "namespace": namespace,
                                  "release": RELEASE, "chart": CHART, "versions": list(VERSIONS),
                                  "chart_version": chart_version, "knobs_configmap": KNOBS}
         _save(state)

@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 from . import hashes, rollout
 
 log = logging.getLogger("tf-operator")
-NS = "tensor-fusion-sys"
+# The operator lives in the release namespace (env OPERATOR_NAMESPACE upstream); its hypervisor
+# Pods go there. This is only the default.
+DEFAULT_NAMESPACE = "tensor-fusion-sys"
 FINALIZER = "tensor-fusion.ai/finalizer"
 L_OWNER = "tensor-fusion.ai/managed-by"
 L_COMPONENT = "tensor-fusion.ai/component"
@@ -111,11 +113,21 @@ def quantity_gi(n: float) -> str:
     return f"{int(n)}Gi"
 
 
+def gibibytes(quantity) -> int:
+    """The lab writes VRAM as whole ``<n>Gi`` (or the Go zero value ``0``)."""
+    text = str(quantity or "0")
+    return int(text[:-2] if text.endswith("Gi") else text or 0)
+
+
 class Controllers:
-    def __init__(self, store, api, queue, knobs, gpus_per_node=1):
+    def __init__(self, store, api, queue, knobs, gpus_per_node=1, namespace=DEFAULT_NAMESPACE):
         self.store, self.api, self.queue, self.knobs = store, api, queue, knobs
         self.gpus_per_node = gpus_per_node
+        self.ns = namespace
+        # Both taken from the controller Pod (operator.refresh_activity): its image tag, and its
+        # TF_ISOLATION_MODE_POLICY (the binary's default when unset is static).
         self.operator_version = ""
+        self.isolation_policy = "static"
         self.create_not_before = {}   # gpunode -> monotonic time (slow nodes)
         self.first_seen = {}          # (pool, component, hash) -> monotonic time (stale status)
         self.last_note = {}
@@ -203,10 +215,11 @@ class Controllers:
             "totalNodes": sum(s.get("totalNodes") or 0 for s in st),
             "totalGPUs": sum(s.get("totalGPUs") or 0 for s in st),
             "totalTFlops": str(sum(int(s.get("totalTFlops") or 0) for s in st)),
-            "totalVRAM": quantity_gi(sum(int(str(s.get("totalVRAM") or "0Gi")[:-2] or 0) for s in st)),
+            "totalVRAM": quantity_gi(sum(gibibytes(s.get("totalVRAM")) for s in st)),
+            "virtualTFlops": str(sum(int(s.get("virtualTFlops") or 0) for s in st)),
+            "virtualVRAM": quantity_gi(sum(gibibytes(s.get("virtualVRAM")) for s in st)),
             "availableTFlops": str(sum(int(s.get("availableTFlops") or 0) for s in st)),
-            "availableVRAM": quantity_gi(sum(int(str(s.get("availableVRAM") or "0Gi")[:-2] or 0)
-                                             for s in st))})
+            "availableVRAM": quantity_gi(sum(gibibytes(s.get("availableVRAM")) for s in st))})
         return None
 
     def _cond(self, typ, ok, reason, message):
@@ -276,25 +289,29 @@ class Controllers:
 
     def node_hash(self, pool, gpunode, memo=None):
         """The per-node Pod hash; ``memo`` shares it between the nodes of one pool reconcile
-        (it depends on the node only through its vendor)."""
+        (it depends on the node only through its vendor and its resolved isolation mode)."""
         spec = pool.get("spec") or {}
         nm = spec.get("nodeManagerConfig") or {}
         vendor = labels(gpunode).get("tensor-fusion.ai/hardware-vendor") or \
             nm.get("defaultVendor", "NVIDIA")
-        if memo is not None and vendor in memo:
-            return memo[vendor]
+        mode = self.isolation_mode(pool, meta(gpunode)["name"])
+        if memo is not None and (vendor, mode) in memo:
+            return memo[(vendor, mode)]
         h = hashes.hypervisor_node_hash(spec, annotations(pool).get(A_REVISIONS, ""),
-                                        self.operator_version, vendor,
-                                        nm.get("defaultIsolationMode", "soft"))
+                                        self.operator_version, vendor, mode)
         if memo is not None:
-            memo[vendor] = h
+            memo[(vendor, mode)] = h
         return h
+
+    def isolation_mode(self, pool, node_name):
+        node = self.store.get("node", node_name)
+        return hashes.resolve_isolation_mode(pool.get("spec") or {}, labels(node) if node else {})
 
     def reconcile_gpunode(self, name):
         gn = self.store.get("gpunode", name)
         if gn is None:
             return None
-        pod_key = f"{NS}/hypervisor-{name}"
+        pod_key = f"{self.ns}/hypervisor-{name}"
         pod = self.store.get("pod", pod_key)
         gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
         if deleting(gn):
@@ -382,13 +399,20 @@ class Controllers:
         tmpl = ((hv.get("podTemplate") or {}).get("template")) or {}
         tspec = json.loads(json.dumps(tmpl.get("spec") or {}))
         containers = tspec.get("containers") or []
-        if len(containers) != 1:
-            containers = [{"name": "tensorfusion-hypervisor"}]  # code default on a bad template
-        port = hv.get("portNumber", 8001)
-        mode = (spec.get("nodeManagerConfig") or {}).get("defaultIsolationMode", "soft")
+        vector = bool(hv.get("enableVector"))
+        if len(containers) != (2 if vector else 1):
+            # The code default when the template's container count is wrong.
+            containers = [{"name": "tensorfusion-hypervisor"}] + ([{"name": "vector"}] if vector
+                                                                  else [])
+        if vector:
+            containers[1] = {**containers[1], "image": hv.get("vectorImage") or
+                             "docker.io/timberio/vector:latest-alpine"}
+        port = hv.get("portNumber", hashes.GO_DEFAULT_PORT)
+        mode = self.isolation_mode(pool, meta(gn)["name"])
         c0 = dict(containers[0])
         c0.update({"image": hv.get("image") or "tensorfusion/tensor-fusion-hypervisor:latest",
-                   "args": [f"--isolation-mode={mode}", "--isolation-policy=static"],
+                   "args": [f"--isolation-mode={mode}",
+                            f"--isolation-policy={self.isolation_policy}"],
                    "ports": [{"name": "http", "containerPort": port}]})
         c0.setdefault("readinessProbe", {"httpGet": {"path": "/readyz", "port": port},
                                          "initialDelaySeconds": 5, "periodSeconds": 15})
@@ -401,7 +425,7 @@ class Controllers:
         if node is not None:
             owners.append(owner_ref(node, "Node", controller=False))
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": f"hypervisor-{meta(gn)['name']}", "namespace": NS,
+            "name": f"hypervisor-{meta(gn)['name']}", "namespace": self.ns,
             "labels": {**((tmpl.get("metadata") or {}).get("labels") or {}),
                        L_COMPONENT: "hypervisor", pool_label(pname): "true", L_HASH: node_hash},
             "annotations": (tmpl.get("metadata") or {}).get("annotations") or {},
@@ -453,8 +477,6 @@ class Controllers:
 
     def _pool_status(self, pool, fields):
         cur = pool.get("status") or {}
-        if "componentStatus" not in cur:
-            fields = {"componentStatus": {}, **fields}
         if all(cur.get(k) == v for k, v in fields.items()):
             return
         self.api.patch("pool", meta(pool)["name"], {"status": fields}, status=True)
@@ -467,7 +489,8 @@ class Controllers:
         for pc in self.store.values("pc"):
             h = annotations(pc).get(A_PC_HASH)
             v = (pc.get("spec") or {}).get("vendor", "")
-            if h and v.lower() == vendor.lower() and v not in revs:
+            v = hashes.normalized_vendor(v)
+            if h and v == hashes.normalized_vendor(vendor) and v not in revs:
                 revs[v] = h
         if revs == current:
             return {}
@@ -487,7 +510,7 @@ class Controllers:
         spec = pool.get("spec") or {}
         if component == "hypervisor":
             return hashes.hypervisor_pool_hash(spec, annotations(pool).get(A_REVISIONS, ""),
-                                               self.operator_version)
+                                               self.operator_version, self.isolation_policy)
         return hashes.worker_hash(spec) if component == "worker" else hashes.client_hash(spec)
 
     def _resources(self, pool, component, nodes):
@@ -496,7 +519,7 @@ class Controllers:
         if component == "hypervisor":
             stale, updated, memo = [], 0, {}
             for n in oldest_first(nodes):
-                pod = self.store.get("pod", f"{NS}/hypervisor-{meta(n)['name']}")
+                pod = self.store.get("pod", f"{self.ns}/hypervisor-{meta(n)['name']}")
                 if pod is not None and labels(pod).get(L_HASH) == self.node_hash(pool, n, memo):
                     updated += 1
                 else:
@@ -555,7 +578,7 @@ class Controllers:
             if component == "hypervisor":
                 self.api.patch("gpunode", key, {"status": {"phase": "Pending"}}, status=True)
             elif component == "worker":
-                self.api.patch("workload", key, {"status": {"podTemplateHash": None}}, status=True)
+                self.api.patch("workload", key, {"status": {"podTemplateHash": ""}}, status=True)
             else:
                 self.api.delete("pod", key)
         if d.update and component != "hypervisor":
@@ -578,7 +601,7 @@ class Controllers:
             if pv.lower() != vendor.lower():
                 continue
             revs = json.loads(annotations(pool).get(A_REVISIONS) or "{}")
-            revs[vendor] = h
+            revs[hashes.normalized_vendor(vendor)] = h
             self.api.patch("pool", meta(pool)["name"], {"metadata": {"annotations": {
                 A_REVISIONS: json.dumps(revs, sort_keys=True, separators=(",", ":"))}}})
         self.api.patch("pc", name, {"metadata": {"annotations": {A_PC_HASH: h}}})

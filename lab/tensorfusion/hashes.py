@@ -1,12 +1,25 @@
 """Component hashes (section 3.1): FNV-64a over canonical JSON, printed as 16 hex characters.
 
-They change if and only if the fields that upstream renders into the component change. The values
-are the lab's own; nothing may compare them with upstream hashes. The pool-wide hypervisor hash and
-the per-node Pod hash differ by construction, as upstream.
+They change if and only if what upstream hashes changes (``internal/utils/compose.go``):
+- hypervisor, pool-wide: the rendered Pod *spec* (the podTemplate's ``template.spec`` plus what the
+  operator adds: image, port, ``vectorImage`` only when ``enableVector``, its own code version),
+  every ProviderConfig revision, and the node isolation policy, except under the dynamic isolation
+  policy (the chart's default);
+- hypervisor, per node: the same rendered spec, the revision of that node's vendor only, and the
+  node's resolved isolation mode;
+- worker: the worker Pod spec with the worker image, plus only the hypervisor port;
+- client: the injection (client image), ``operatorEndpoint``, ``patchToPod``, ``patchToContainer``.
+``template.metadata`` (labels, annotations) enters no hash, so changing it starts no rollout.
+
+The values are the lab's own; nothing may compare them with upstream hashes. The pool-wide
+hypervisor hash and the per-node Pod hash differ by construction, as upstream.
 """
 import json
 
 POOL_SALT, NODE_SALT = "pool", "node"
+DYNAMIC = "dynamic"
+# A nil hypervisor portNumber falls back to this in the Go code (the CRD defaults it to 8000).
+GO_DEFAULT_PORT = 8001
 
 
 def fnv64a(data: bytes) -> str:
@@ -25,39 +38,91 @@ def _component(spec: dict, name: str) -> dict:
     return ((spec or {}).get("componentConfig") or {}).get(name) or {}
 
 
-def _hypervisor_inputs(spec: dict, operator_version: str) -> dict:
+def template_spec(component: dict) -> dict:
+    """``podTemplate.template.spec``: the only part of a component's podTemplate that is hashed."""
+    return (((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {}
+
+
+def hypervisor_rendered_spec(spec: dict, operator_version: str) -> dict:
+    """What the operator renders into the hypervisor Pod spec (AddTFHypervisorConfAfterTemplate)."""
     hv = _component(spec, "hypervisor")
-    nm = (spec or {}).get("nodeManagerConfig") or {}
+    vector = bool(hv.get("enableVector"))
     return {
-        # The rendered Pod depends on these; a nil port falls back to 8001 in the Go code.
-        "image": hv.get("image", ""), "vectorImage": hv.get("vectorImage", ""),
-        "port": hv.get("portNumber", 8001), "enableVector": bool(hv.get("enableVector")),
-        "podTemplate": hv.get("podTemplate") or {},
+        "podSpec": template_spec(hv),
+        "image": hv.get("image", ""),
+        "port": hv.get("portNumber", GO_DEFAULT_PORT),
+        "enableVector": vector,
+        # The vector sidecar exists only with enableVector; otherwise its image is not rendered.
+        "vectorImage": hv.get("vectorImage", "") if vector else "",
         # The operator's own code and defaults shape the rendered spec (upstream #601).
         "operator": operator_version,
-        "isolation": [nm.get("defaultIsolationMode", "soft"), nm.get("isolationModeRules") or []],
     }
 
 
-def hypervisor_pool_hash(spec: dict, provider_revisions: str, operator_version: str) -> str:
-    """status.componentStatus.hypervisor: rendered spec + ProviderConfig revision map."""
-    return object_hash(POOL_SALT, _hypervisor_inputs(spec, operator_version),
-                       provider_revisions or "")
+def normalized_vendor(vendor: str) -> str:
+    return (vendor or "").strip().lower()
+
+
+def revisions_map(provider_revisions: str) -> dict:
+    try:
+        revs = json.loads(provider_revisions or "{}")
+    except ValueError:
+        return {}
+    return {normalized_vendor(k): v for k, v in revs.items()} if isinstance(revs, dict) else {}
+
+
+def node_isolation_policy(spec: dict) -> list:
+    nm = (spec or {}).get("nodeManagerConfig") or {}
+    return [nm.get("defaultIsolationMode") or "soft", nm.get("isolationModeRules") or []]
+
+
+def hypervisor_pool_hash(spec: dict, provider_revisions: str, operator_version: str,
+                         isolation_policy: str = DYNAMIC) -> str:
+    """status.componentStatus.hypervisor."""
+    isolation = node_isolation_policy(spec) if isolation_policy != DYNAMIC else ""
+    return object_hash(POOL_SALT, hypervisor_rendered_spec(spec, operator_version),
+                       revisions_map(provider_revisions), isolation)
 
 
 def hypervisor_node_hash(spec: dict, provider_revisions: str, operator_version: str,
                          vendor: str, isolation_mode: str) -> str:
     """Label tensor-fusion.ai/pod-template-hash of hypervisor-<node>: per node, never equal to the
-    pool hash."""
-    return object_hash(NODE_SALT, _hypervisor_inputs(spec, operator_version),
-                       provider_revisions or "", vendor, isolation_mode)
+    pool hash; only the node's own vendor revision counts."""
+    revision = revisions_map(provider_revisions).get(normalized_vendor(vendor), "")
+    return object_hash(NODE_SALT, hypervisor_rendered_spec(spec, operator_version), revision,
+                       isolation_mode)
+
+
+def resolve_isolation_mode(spec: dict, node_labels: dict) -> str:
+    """The first isolationModeRule whose label selector matches the node, else the default."""
+    nm = (spec or {}).get("nodeManagerConfig") or {}
+    for rule in nm.get("isolationModeRules") or []:
+        if label_selector_matches(rule.get("selector") or {}, node_labels or {}):
+            return rule.get("mode") or "soft"
+    return nm.get("defaultIsolationMode") or "soft"
+
+
+def label_selector_matches(selector: dict, node_labels: dict) -> bool:
+    """metav1.LabelSelector semantics: matchLabels and matchExpressions all hold."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if node_labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        has = key in node_labels
+        ok = {"In": has and node_labels.get(key) in values,
+              "NotIn": not has or node_labels.get(key) not in values,
+              "Exists": has, "DoesNotExist": not has}.get(op, False)
+        if not ok:
+            return False
+    return True
 
 
 def worker_hash(spec: dict) -> str:
-    """WorkerTemplateHash: worker image and podTemplate plus only the hypervisor port."""
+    """WorkerTemplateHash: the worker Pod spec and image plus only the hypervisor port."""
     wk = _component(spec, "worker")
-    return object_hash("worker", wk.get("image", ""), wk.get("podTemplate") or {},
-                       _component(spec, "hypervisor").get("portNumber", 8001))
+    return object_hash("worker", wk.get("image", ""), template_spec(wk),
+                       _component(spec, "hypervisor").get("portNumber"))
 
 
 def workload_hash(spec: dict, workload_spec: dict) -> str:

@@ -11,6 +11,39 @@ PLURALS = {"tfc": "tensorfusionclusters", "pool": "gpupools", "gpunode": "gpunod
            "pc": "providerconfigs", "workload": "tensorfusionworkloads"}
 log = logging.getLogger("tf-operator")
 
+ZERO = "0"
+# The status fields that upstream's Go types serialise without omitempty, with their zero values:
+# a status write always carries them (Status().Update sends the whole struct), and the CRDs
+# require them, so a write without one is refused (422) and every later write of the object too.
+REQUIRED_STATUS = {
+    "tfc": {"retryCount": 0, "totalPools": 0, "totalNodes": 0, "totalGPUs": 0,
+            "totalTFlops": ZERO, "totalVRAM": ZERO, "virtualTFlops": ZERO, "virtualVRAM": ZERO,
+            "availableTFlops": ZERO, "availableVRAM": ZERO},
+    "pool": {"phase": "Pending", "componentStatus": {}, "readyNodes": 0, "notReadyNodes": 0,
+             "totalTFlops": ZERO, "totalVRAM": ZERO, "virtualTFlops": ZERO, "virtualVRAM": ZERO,
+             "availableTFlops": ZERO, "availableVRAM": ZERO},
+    "gpunode": {"phase": "Pending", "totalGPUs": 0, "managedGPUs": 0, "totalTFlops": ZERO,
+                "totalVRAM": ZERO},
+    "gpu": {"phase": "Pending", "capacity": {"tflops": ZERO, "vram": ZERO},
+            "available": {"tflops": ZERO, "vram": ZERO}, "uuid": "", "gpuModel": "",
+            "vendor": "", "nodeSelector": {}, "message": ""},
+    "workload": {"workerCount": 0},
+}
+
+
+def complete_status(kind: str, current: dict, patch: dict) -> dict:
+    """``patch`` (a merge patch of ``{"status": ...}``) plus every required status field that
+    neither it nor the object's current status holds, at its Go zero value."""
+    required = REQUIRED_STATUS.get(kind)
+    if not required:
+        return patch
+    have = dict(((current or {}).get("status") or {}))
+    fields = dict(patch.get("status") or {})
+    missing = {k: v for k, v in required.items() if k not in fields and have.get(k) is None}
+    if not missing:
+        return patch
+    return {**patch, "status": {**missing, **fields}}
+
 
 def key_of(obj: dict) -> str:
     meta = obj["metadata"]
@@ -63,6 +96,8 @@ class Api:
                                                       _preload_content=False)
                 return self._keep(kind, json.loads(resp.data))
             plural = PLURALS[kind]
+            if status and isinstance(body, dict):
+                body = complete_status(kind, self.store.get(kind, key), body)
             if ns:
                 fn = (self.co.patch_namespaced_custom_object_status if status
                       else self.co.patch_namespaced_custom_object)

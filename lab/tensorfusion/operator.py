@@ -2,11 +2,13 @@
 
 kopf does the list+watch of every kind the double needs and feeds a cache (store.py); worker
 threads run the reconcilers (controllers.py) from a delayed work queue, as controller-runtime does.
-It acts only while a Pod of the chart's controller Deployment (label
-``tensor-fusion.ai/component=operator`` in ``tensor-fusion-sys``) is Ready, and takes that Pod's
-``controller`` image tag as its own version (part of the hypervisor hash).
+It lives in one namespace, the release's (``--namespace``, else env ``OPERATOR_NAMESPACE``, else
+``tensor-fusion-sys``), as upstream: its hypervisor Pods go there. It acts only while a Pod of the
+chart's controller Deployment (label ``tensor-fusion.ai/component=operator`` in that namespace)
+is Ready, and takes that Pod's ``controller`` image tag as its own version (part of the
+hypervisor hash) and its ``TF_ISOLATION_MODE_POLICY`` as its isolation policy.
 
-Fault knobs: ConfigMap ``tensor-fusion-sys/tfops-lab-operator``, read live (see ``Knobs``).
+Fault knobs: ConfigMap ``<namespace>/tfops-lab-operator``, read live (see ``Knobs``).
 """
 import argparse
 import logging
@@ -60,12 +62,14 @@ class Knobs:
 
 
 class Operator:
-    def __init__(self, workers: int, gpus_per_node: int):
+    def __init__(self, workers: int, gpus_per_node: int, namespace: str = c.DEFAULT_NAMESPACE):
         self.store = Store()
         self.queue = WorkQueue()
         self.knobs = Knobs()
         self.api = Api(self.store)
-        self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node)
+        self.ns = namespace
+        self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node,
+                                 namespace)
         self.active = False
         self.workers = workers
         self.handlers = {"tfc": self.ctl.reconcile_tfc, "pool": self.ctl.reconcile_pool,
@@ -82,7 +86,7 @@ class Operator:
             return
         if kind == "configmap":
             if obj["metadata"].get("name") == KNOBS_NAME and \
-                    obj["metadata"].get("namespace") == c.NS:
+                    obj["metadata"].get("namespace") == self.ns:
                 self.knobs.update(None if event.get("type") == "DELETED" else obj.get("data"))
                 log.info("knobs: %s", vars(self.knobs))
                 for name, _ in self.store.items("pool"):
@@ -98,12 +102,11 @@ class Operator:
                 return  # older than what we already hold
         self._enqueue_for(kind, key, obj, old)
 
-    @staticmethod
-    def _interesting_pod(pod):
+    def _interesting_pod(self, pod):
         lab = c.labels(pod)
         if lab.get("tensor-fusion.ai/enabled") == "true":
             return True
-        return pod["metadata"].get("namespace") == c.NS and \
+        return pod["metadata"].get("namespace") == self.ns and \
             lab.get(c.L_COMPONENT) in ("hypervisor", "operator")
 
     def _enqueue_for(self, kind, key, obj, old):
@@ -140,9 +143,9 @@ class Operator:
                 q(("pool", lab[c.L_POOL]))
         elif kind == "pod":
             comp = lab.get(c.L_COMPONENT)
-            if obj["metadata"].get("namespace") == c.NS and comp == "operator":
+            if obj["metadata"].get("namespace") == self.ns and comp == "operator":
                 self.refresh_activity()
-            elif obj["metadata"].get("namespace") == c.NS and comp == "hypervisor":
+            elif obj["metadata"].get("namespace") == self.ns and comp == "hypervisor":
                 for ref in c.meta(obj).get("ownerReferences") or []:
                     if ref.get("kind") == "GPUNode":
                         q(("gpunode", ref["name"]))
@@ -157,19 +160,25 @@ class Operator:
     # ---------------------------------------------------------------- activity
     def refresh_activity(self):
         ready = [p for p in self.store.values("pod") if c.labels(p).get(c.L_COMPONENT) == "operator"
-                 and c.meta(p).get("namespace") == c.NS and c.pod_ready(p) and not c.deleting(p)]
-        version = ""
+                 and c.meta(p).get("namespace") == self.ns and c.pod_ready(p)
+                 and not c.deleting(p)]
+        version, policy = "", "static"
         if ready:
             newest = max(ready, key=lambda p: c.meta(p).get("creationTimestamp") or "")
             for ctr in (newest.get("spec") or {}).get("containers") or []:
                 if ctr.get("name") == "controller":
                     image = ctr.get("image") or ""
                     version = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else image
+                    env = {e.get("name"): e.get("value") for e in ctr.get("env") or []}
+                    policy = (env.get("TF_ISOLATION_MODE_POLICY") or "static").lower()
         active = bool(ready)
-        if (active, version) != (self.active, self.ctl.operator_version):
-            log.info("controller Deployment %s; operator version %r",
-                     "has a Ready Pod: acting" if active else "has no Ready Pod: paused", version)
+        if (active, version, policy) != (self.active, self.ctl.operator_version,
+                                         self.ctl.isolation_policy):
+            log.info("controller Deployment %s; operator version %r, isolation policy %s",
+                     "has a Ready Pod: acting" if active else "has no Ready Pod: paused", version,
+                     policy)
             self.ctl.operator_version = version
+            self.ctl.isolation_policy = policy
             self.active = active
             if active:
                 for kind in ("tfc", "pool", "node", "gpunode", "pc", "workload"):
@@ -238,6 +247,8 @@ def main():
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--gpus-per-node", type=int, default=1)
+    parser.add_argument("--namespace", default=os.environ.get("OPERATOR_NAMESPACE") or
+                        c.DEFAULT_NAMESPACE, help="the operator's (the release's) namespace")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("kopf").setLevel(logging.WARNING)
@@ -248,7 +259,7 @@ def main():
     cfg.connection_pool_maxsize = args.workers * 2
     client.Configuration.set_default(cfg)
     global OP
-    OP = Operator(args.workers, args.gpus_per_node)
+    OP = Operator(args.workers, args.gpus_per_node, args.namespace)
     OP.start_workers()
     _register()
     started = time.monotonic()

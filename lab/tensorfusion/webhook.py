@@ -175,12 +175,19 @@ def mutate(pod: dict, pool: dict, workload: str, middleware_image: str = "") -> 
 
 
 def workload_spec(pod: dict, pool_name: str) -> dict:
+    """The TensorFusionWorkload spec the webhook creates. Its resource quantities are Go structs
+    without omitempty (the CRD requires tflops and vram on both sides, ``compute`` is optional);
+    a limit not given is the request, as the webhook's parser does."""
     ann = (pod.get("metadata") or {}).get("annotations") or {}
     res = {"requests": {}, "limits": {}}
-    for kind, key in (("tflops", "tflops"), ("vram", "vram"), ("compute-percent", "computePercent")):
-        for side, section in (("request", "requests"), ("limit", "limits")):
-            if ann.get(f"{P}{kind}-{side}"):
-                res[section][key] = ann[f"{P}{kind}-{side}"]
+    for kind, key in (("tflops", "tflops"), ("vram", "vram"), ("compute-percent", "compute")):
+        request = ann.get(f"{P}{kind}-request")
+        limit = ann.get(f"{P}{kind}-limit") or request
+        for section, value in (("requests", request), ("limits", limit)):
+            if value:
+                res[section][key] = value
+            elif key != "compute":
+                res[section][key] = "0"
     return {"poolName": pool_name, "resources": res, "qos": ann.get(P + "qos", "medium"),
             "gpuCount": int(ann.get(P + "gpu-count", "1")),
             "isLocalGPU": ann.get(P + "is-local-gpu") == "true",

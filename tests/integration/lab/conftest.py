@@ -1,5 +1,7 @@
 """A lab of its own for the TensorFusion tests (3 GPU nodes, 1 CPU node, chart 1.8.6 installed),
-so that the chart upgrades and fault knobs used here never leak into other tests."""
+so that the chart upgrades and fault knobs used here never leak into other tests. Its release
+(and so the operator and its hypervisor Pods) lives in a namespace other than the default
+``tensor-fusion-sys``, so that nothing here passes only because of that name."""
 import os
 import time
 from pathlib import Path
@@ -12,7 +14,7 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 G, V = "tensor-fusion.ai", "v1"
-NS = tf.NAMESPACE
+NS = "gpu-operators"
 POOL = "tensor-fusion-shared"
 TFC = "tensor-fusion"
 
@@ -24,7 +26,7 @@ def tf_lab(tmp_path_factory):
     state = cluster.up(state_dir, nodes=3, cpu_nodes=1)
     up_done = time.monotonic()
     try:
-        tf.start(state)
+        tf.start(state, namespace=NS)
         state["timings"] = {"cluster_up": up_done - started, "tf_start": time.monotonic() - up_done}
         yield state
     finally:
@@ -95,7 +97,7 @@ class TF:
         return self.pool_patch({"componentConfig": {"hypervisor": {"image": image}}})
 
     def knobs(self, **knobs):
-        tf.set_knobs(self.api, **knobs)
+        tf.set_knobs(self.api, namespace=NS, **knobs)
 
     def kubelet_knobs(self, **data):
         body = {"data": {k: (None if v is None else str(v)) for k, v in data.items()}}

@@ -1,5 +1,6 @@
 """The lab's CRDs on a real v1.20 API server: defaults, bounds, required fields, pruning."""
 import pytest
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 G, V = "tensor-fusion.ai", "v1"
@@ -54,3 +55,99 @@ def test_zero_batch_percentage_in_tfc_becomes_100_in_the_pool(tfx):
             "batchPercentage"] == 100)
     finally:
         tfx.policy(batchPercentage=old)
+
+
+def test_empty_strings_zeros_and_false_read_back_unchanged_and_null_is_pruned(tfx):
+    """The lab's kube-apiserver is built with the OpenAPI zero-value fix: like a real server it
+    stores "" in a string field (the operator writes them), 0 and false as they are, and prunes an
+    explicit null."""
+    body = pool_body("crd-zero-values", {"batchInterval": "", "batchPercentage": 0,
+                                          "autoUpdateHypervisor": False})
+    body["spec"]["schedulingConfigTemplate"] = ""
+    body["spec"]["defaultUsingLocalGPU"] = False
+    body["spec"]["nodeManagerConfig"]["defaultVendor"] = None
+    created = tfx.co.create_cluster_custom_object(G, V, "gpupools", body)
+    try:
+        read = tfx.co.get_cluster_custom_object(G, V, "gpupools", "crd-zero-values")
+        for obj in (created, read):
+            spec = obj["spec"]
+            policy = spec["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+            assert policy["batchInterval"] == "" and policy["batchPercentage"] == 0
+            assert policy["autoUpdateHypervisor"] is False
+            assert spec["schedulingConfigTemplate"] == "" and spec["defaultUsingLocalGPU"] is False
+            # The explicit null is gone, and then defaulted like an absent field.
+            assert spec["nodeManagerConfig"]["defaultVendor"] == "NVIDIA"
+        patched = tfx.co.patch_cluster_custom_object_status(G, V, "gpupools", "crd-zero-values", {
+            "status": {"phase": "Pending", "componentStatus": {"hypervisor": ""},
+                       "readyNodes": 0, "notReadyNodes": 0, "totalTFlops": "0",
+                       "totalVRAM": "0", "virtualTFlops": "0", "virtualVRAM": "0",
+                       "availableTFlops": "0", "availableVRAM": "0"}})
+        assert patched["status"]["componentStatus"] == {"hypervisor": ""}
+    finally:
+        tfx.co.delete_cluster_custom_object(G, V, "gpupools", "crd-zero-values")
+
+
+# Throwaway objects of every kind the double writes status for; none is picked up by its
+# reconcilers in a way that matters (no pool selects them, no node carries them).
+SMOKE = {
+    "tfc": ("tensorfusionclusters", None, {"gpuPools": []}),
+    "pool": ("gpupools", None, {"nodeManagerConfig": {}, "componentConfig": {}}),
+    "gpunode": ("gpunodes", None, {"manageMode": "AutoSelect"}),
+    "gpu": ("gpus", None, None),
+    "workload": ("tensorfusionworkloads", "default", {
+        "poolName": "none", "resources": {"requests": {"tflops": "1", "vram": "1Gi"},
+                                          "limits": {"tflops": "1", "vram": "1Gi"}}}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SMOKE))
+def test_the_doubles_status_writes_are_schema_complete(tfx, kind):
+    """What the double writes passes the upstream-shaped schemas: a status write through its own
+    client (which fills the fields upstream's Go types always send) is accepted and reads back
+    with every required field, while the same write sent bare is refused (422), as upstream."""
+    from lab.tensorfusion import kube as double_kube
+    from lab.tensorfusion.store import Store
+    plural, ns, spec = SMOKE[kind]
+    name = f"smoke-{kind}"
+    body = {"apiVersion": f"{G}/{V}", "kind": {"tfc": "TensorFusionCluster", "pool": "GPUPool",
+                                               "gpunode": "GPUNode", "gpu": "GPU",
+                                               "workload": "TensorFusionWorkload"}[kind],
+            "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+    if spec is not None:
+        body["spec"] = spec
+    if ns:
+        tfx.co.create_namespaced_custom_object(G, V, ns, plural, body)
+    else:
+        tfx.co.create_cluster_custom_object(G, V, plural, body)
+    key = f"{ns}/{name}" if ns else name
+    api = double_kube.Api(Store())
+    api.co, api.core = client.CustomObjectsApi(tfx.api), client.CoreV1Api(tfx.api)
+    patch = {"status": {"phase": "Pending" if kind != "workload" else "Running",
+                        "conditions": [{"type": "Ready", "status": "False", "reason": "NewCreation",
+                                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+    if kind in ("gpunode", "gpu", "workload"):
+        patch["status"].pop("conditions")
+    required = double_kube.REQUIRED_STATUS[kind]
+    # Dropping one required field: refused whether or not the double has written a status yet.
+    bare = {"status": {sorted(required)[0]: None}}
+    try:
+        with pytest.raises(ApiException) as refused:
+            if ns:
+                tfx.co.patch_namespaced_custom_object_status(G, V, ns, plural, name, bare)
+            else:
+                tfx.co.patch_cluster_custom_object_status(G, V, plural, name, bare)
+        assert refused.value.status == 422
+        assert api.patch(kind, key, patch, status=True) is not None
+        read = (tfx.co.get_namespaced_custom_object(G, V, ns, plural, name) if ns
+                else tfx.co.get_cluster_custom_object(G, V, plural, name))
+        for field in required:
+            assert field in read["status"], field
+    finally:
+        if ns:
+            tfx.co.patch_namespaced_custom_object(G, V, ns, plural, name,
+                                                   {"metadata": {"finalizers": None}})
+            tfx.co.delete_namespaced_custom_object(G, V, ns, plural, name)
+        else:
+            tfx.co.patch_cluster_custom_object(G, V, plural, name,
+                                               {"metadata": {"finalizers": None}})
+            tfx.co.delete_cluster_custom_object(G, V, plural, name)

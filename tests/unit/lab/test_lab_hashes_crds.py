@@ -27,25 +27,100 @@ def test_hashes_are_16_hex_and_pool_differs_from_node():
     assert len(pool) == 16 and int(pool, 16) >= 0 and pool != node
 
 
-def test_hypervisor_hash_follows_image_operator_version_and_revisions_not_policy():
-    base = hashes.hypervisor_pool_hash(SPEC, "", "2.16.0")
-    assert hashes.hypervisor_pool_hash(changed(["componentConfig", "hypervisor", "image"], "hv:2"),
-                                       "", "2.16.0") != base
-    assert hashes.hypervisor_pool_hash(SPEC, "", "2.17.0") != base
-    assert hashes.hypervisor_pool_hash(SPEC, '{"NVIDIA":"x"}', "2.16.0") != base
-    policy_only = changed(["nodeManagerConfig", "nodePoolRollingUpdatePolicy", "batchPercentage"], 50)
-    assert hashes.hypervisor_pool_hash(policy_only, "", "2.16.0") == base
-    assert hashes.hypervisor_pool_hash(copy.deepcopy(SPEC), "", "2.16.0") == base
+HV_SPEC = ["componentConfig", "hypervisor", "podTemplate", "template", "spec"]
+HV_META = ["componentConfig", "hypervisor", "podTemplate", "template", "metadata"]
 
 
-def test_client_and_worker_hashes():
-    c, w = hashes.client_hash(SPEC), hashes.worker_hash(SPEC)
-    port = changed(["componentConfig", "hypervisor", "portNumber"], 9000)
-    assert hashes.client_hash(port) == c and hashes.worker_hash(port) != w
-    remote = changed(["componentConfig", "client", "remoteModeImage"], "x")
-    assert hashes.client_hash(remote) == c
-    assert hashes.client_hash(changed(["componentConfig", "client", "image"], "cl:2")) != c
+def both_hypervisor_hashes(spec, revisions="", version="2.16.0", policy="dynamic", mode="soft"):
+    return (hashes.hypervisor_pool_hash(spec, revisions, version, policy),
+            hashes.hypervisor_node_hash(spec, revisions, version, "NVIDIA", mode))
+
+
+def test_hypervisor_hash_covers_the_rendered_pod_spec():
+    base = both_hypervisor_hashes(SPEC)
+    for path, value in ((["componentConfig", "hypervisor", "image"], "hv:2"),
+                        (["componentConfig", "hypervisor", "portNumber"], 9000),
+                        (["componentConfig", "hypervisor", "enableVector"], True),
+                        (HV_SPEC, {"containers": [{"name": "h", "env": [{"name": "A",
+                                                                          "value": "1"}]}]})):
+        moved = both_hypervisor_hashes(changed(path, value))
+        assert moved[0] != base[0] and moved[1] != base[1], path
+
+
+def test_template_metadata_moves_no_hash():
+    meta = {"labels": {"team": "gpu"}, "annotations": {"rotated": "2"}}
+    assert both_hypervisor_hashes(changed(HV_META, meta)) == both_hypervisor_hashes(SPEC)
+    wk_meta = ["componentConfig", "worker", "podTemplate", "template", "metadata"]
+    assert hashes.worker_hash(changed(wk_meta, meta)) == hashes.worker_hash(SPEC)
+
+
+def test_vector_image_counts_only_with_enable_vector():
+    vec = ["componentConfig", "hypervisor", "vectorImage"]
+    assert both_hypervisor_hashes(changed(vec, "vector:2")) == both_hypervisor_hashes(SPEC)
+    on = changed(["componentConfig", "hypervisor", "enableVector"], True)
+    on_new = copy.deepcopy(on)
+    on_new["componentConfig"]["hypervisor"]["vectorImage"] = "vector:2"
+    assert both_hypervisor_hashes(on_new)[0] != both_hypervisor_hashes(on)[0]
+
+
+def test_provider_revisions_and_operator_version_move_the_hypervisor_hash():
+    base = both_hypervisor_hashes(SPEC)
+    assert both_hypervisor_hashes(SPEC, revisions='{"nvidia":"x"}')[0] != base[0]
+    assert both_hypervisor_hashes(SPEC, version="2.17.0") != base
+    # The per-node hash takes only the node's own vendor revision; keys are case-insensitive.
+    assert both_hypervisor_hashes(SPEC, revisions='{"amd":"y"}')[1] == base[1]
+    assert both_hypervisor_hashes(SPEC, revisions='{"NVIDIA":"x"}')[1] == \
+        both_hypervisor_hashes(SPEC, revisions='{"nvidia":"x"}')[1] != base[1]
+
+
+def test_isolation_policy_is_hashed_only_outside_the_dynamic_policy():
+    hard = changed(["nodeManagerConfig", "defaultIsolationMode"], "hard")
+    rules = changed(["nodeManagerConfig", "isolationModeRules"],
+                    [{"mode": "hard", "selector": {"matchLabels": {"a": "b"}}}])
+    for spec in (hard, rules):
+        assert hashes.hypervisor_pool_hash(spec, "", "v", "dynamic") == \
+            hashes.hypervisor_pool_hash(SPEC, "", "v", "dynamic")
+        assert hashes.hypervisor_pool_hash(spec, "", "v", "static") != \
+            hashes.hypervisor_pool_hash(SPEC, "", "v", "static")
+    # Per node, only the node's resolved mode counts.
+    assert both_hypervisor_hashes(SPEC, mode="hard")[1] != both_hypervisor_hashes(SPEC)[1]
+
+
+def test_rolling_policy_moves_no_hash():
+    policy_only = changed(["nodeManagerConfig", "nodePoolRollingUpdatePolicy", "batchPercentage"],
+                          50)
+    assert both_hypervisor_hashes(policy_only) == both_hypervisor_hashes(SPEC)
+    assert hashes.worker_hash(policy_only) == hashes.worker_hash(SPEC)
+    assert hashes.client_hash(policy_only) == hashes.client_hash(SPEC)
+
+
+def test_resolve_isolation_mode_first_matching_rule_wins():
+    spec = changed(["nodeManagerConfig", "isolationModeRules"], [
+        {"mode": "hard", "selector": {"matchLabels": {"tier": "a"}}},
+        {"mode": "shared", "selector": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["a", "b"]}]}}])
+    assert hashes.resolve_isolation_mode(spec, {"tier": "a"}) == "hard"
+    assert hashes.resolve_isolation_mode(spec, {"tier": "b"}) == "shared"
+    assert hashes.resolve_isolation_mode(spec, {"tier": "c"}) == "soft"
+
+
+def test_worker_hash_is_its_pod_spec_image_and_the_hypervisor_port_only():
+    w = hashes.worker_hash(SPEC)
+    wk_spec = ["componentConfig", "worker", "podTemplate", "template", "spec"]
+    assert hashes.worker_hash(changed(wk_spec, {"imagePullSecrets": [{"name": "r"}]})) != w
+    assert hashes.worker_hash(changed(["componentConfig", "worker", "image"], "wk:2")) != w
+    assert hashes.worker_hash(changed(["componentConfig", "hypervisor", "portNumber"], 9)) != w
     assert hashes.worker_hash(changed(["componentConfig", "hypervisor", "image"], "hv:9")) == w
+    assert hashes.worker_hash(changed(HV_SPEC, {"containers": [{"name": "x"}]})) == w
+
+
+def test_client_hash_is_the_injection_spec():
+    c = hashes.client_hash(SPEC)
+    assert hashes.client_hash(changed(["componentConfig", "hypervisor", "portNumber"], 9)) == c
+    assert hashes.client_hash(changed(["componentConfig", "client", "remoteModeImage"], "x")) == c
+    assert hashes.client_hash(changed(["componentConfig", "client", "image"], "cl:2")) != c
+    assert hashes.client_hash(changed(["componentConfig", "client", "patchToPod"],
+                                      {"spec": {"x": 1}})) != c
 
 
 def test_committed_crds_match_generator():
