@@ -1,10 +1,15 @@
 """The test chart from the lab's chart repository with real helm 3 and helm 4: the documented
-command verbatim (with values-cn.yaml), upgrades that roll the hypervisors (new images and a new
-operator version), values that shape the controller, Secrets that helm must not touch."""
+command verbatim (with values-cn.yaml and, as the real chart needs on this API server,
+--disable-openapi-validation), upgrades that roll the hypervisors (new images and a new operator
+version), the TensorFusionCluster the chart owns, values that shape the controller (and both
+controller names found by the collection), Secrets that helm must not touch, and what helm 4's
+server-side apply does with a field the API server does not know."""
 import base64
 import json
 import os
 import subprocess
+
+import pytest
 
 from lab import paths
 from lab import tensorfusion as tf
@@ -12,6 +17,8 @@ from lab import tensorfusion as tf
 from .conftest import NS
 
 REL = tf.RELEASE
+# The chart's alert-manager Services set internalTrafficPolicy, which v1.20's OpenAPI lacks.
+NO_OPENAPI = "--disable-openapi-validation"
 
 
 def helm(state, major, *args, check=True):
@@ -27,7 +34,8 @@ def documented(state, major, *extra):
     tensor-fusion-sys tensor-fusion -f <url>/values-cn.yaml`, verbatim (plus ``extra``)."""
     repo = state["tensorfusion"]["chart_repo"]
     return helm(state, major, "upgrade", "--install", "--create-namespace", "--namespace", NS,
-                "--repo", repo, REL, "tensor-fusion", "-f", f"{repo}/values-cn.yaml", *extra)
+                "--repo", repo, REL, "tensor-fusion", "-f", f"{repo}/values-cn.yaml", NO_OPENAPI,
+                *extra)
 
 
 def release(state):
@@ -46,13 +54,71 @@ def images(tfx):
     return {p.spec.containers[0].image for p in tfx.hv_pods().values()}
 
 
+def history(state):
+    return json.loads(helm(state, "3", "history", REL, "-n", NS, "-o", "json").stdout)
+
+
+@pytest.mark.parametrize("major", ["3", "4"])
+def test_the_chart_needs_disable_openapi_validation_here(tfx, tf_lab, major):
+    """As the real chart on Kubernetes 1.20: helm's client-side schema check refuses the
+    alert-manager Services' internalTrafficPolicy (server dry run included), nothing is written;
+    the API server itself drops the field it does not know."""
+    before = history(tf_lab)
+    repo = tf_lab["tensorfusion"]["chart_repo"]
+    for extra in ([], ["--dry-run=server"]):
+        res = helm(tf_lab, major, "upgrade", "--install", "-n", NS, "--repo", repo, REL,
+                   "tensor-fusion", "--version", tf.V2, *extra, check=False)
+        assert res.returncode != 0
+        assert 'unknown field "internalTrafficPolicy"' in res.stderr, res.stderr
+    assert history(tf_lab) == before
+    svc = tfx.core.read_namespaced_service("alert-manager", NS)
+    assert svc.spec.session_affinity == "None"
+    assert "internalTrafficPolicy" not in json.dumps(tfx.api.sanitize_for_serialization(svc))
+
+
+def test_the_chart_owns_the_cluster_and_its_rolling_policy(tfx, tf_lab):
+    """The TensorFusionCluster as upstream's chart renders it: kept, one default pool, images from
+    values, the rolling policy written into the template."""
+    tfc = tfx.tfc()
+    assert tfc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert tfc["metadata"]["annotations"]["meta.helm.sh/release-name"] == REL
+    [pool] = tfc["spec"]["gpuPools"]
+    assert pool["name"] == "shared" and pool["isDefault"] is True
+    spec = pool["specTemplate"]
+    cc, nmc = spec["componentConfig"], spec["nodeManagerConfig"]
+    values = tf.VERSIONS[tf.V1]["values"]
+    assert cc["hypervisor"]["image"] == values["cluster"]["hypervisorImage"]
+    images = values["providerConfigs"]["nvidia"]["images"]
+    assert {cc["client"][k] for k in ("image", "remoteModeImage", "embeddedModeImage")} == \
+        {images["remoteClient"]}
+    assert cc["worker"]["image"] == images["remoteWorker"]
+    assert cc["client"]["operatorEndpoint"] == f"http://tensor-fusion-sys.{NS}:8080"
+    assert nmc["nodePoolRollingUpdatePolicy"] == {
+        "autoUpdateHypervisor": True, "batchInterval": "1s", "batchPercentage": 20,
+        "maxDuration": "10m", "maintenanceWindow": {"includes": ["2 2 * * *"]}}
+    assert (nmc["provisioningMode"], nmc["defaultVendor"], nmc["defaultIsolationMode"]) == \
+        ("AutoSelect", "NVIDIA", "soft")
+    assert nmc["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]
+    assert spec["schedulingConfigTemplate"] == "tf-scheduling-config"
+    assert spec["capacityConfig"]["minResources"] == {"tflops": "20", "vram": "10Gi"}
+    # The controller as the real chart names and labels it.
+    dep = controller(tfx)
+    assert dep.metadata.name == f"{REL}-controller"
+    assert dep.metadata.labels["tensor-fusion.ai/component"] == "operator"
+    assert "app.kubernetes.io/instance" not in dep.metadata.labels
+    assert dep.spec.selector.match_labels == dep.spec.template.metadata.labels == {
+        "app.kubernetes.io/name": "tensor-fusion", "app.kubernetes.io/instance": REL,
+        "app.kubernetes.io/component": "controller", "tensor-fusion.ai/component": "operator"}
+
+
 def test_documented_command_with_helm4_upgrades_to_latest(tfx, tf_lab, fast_gaps):
     before = tfx.wait_synced()["status"]["componentStatus"]["hypervisor"]
     revs_before = tfx.pool()["metadata"]["annotations"]["tensor-fusion.ai/provider-config-revisions"]
     documented(tf_lab, "4")
     assert release(tf_lab)["chart"] == f"tensor-fusion-{tf.V2}"
     dep = controller(tfx)
-    assert dep.metadata.name == "tensor-fusion-sys-controller-manager"
+    assert dep.metadata.name == "tensor-fusion-sys-controller"   # the real chart's name
     assert dep.spec.template.spec.containers[0].image == \
         "registry.cn-hangzhou.aliyuncs.com/tensorfusion/tensor-fusion-operator:2.17.0"
     sts = tfx.apps.list_namespaced_stateful_set(
@@ -70,7 +136,7 @@ def test_documented_command_with_helm4_upgrades_to_latest(tfx, tf_lab, fast_gaps
 def test_helm3_back_to_previous_version(tfx, tf_lab, fast_gaps):
     before = tfx.wait_synced()["status"]["componentStatus"]["hypervisor"]
     helm(tf_lab, "3", "upgrade", "--install", "-n", NS, "--repo", tf_lab["tensorfusion"]["chart_repo"],
-         REL, "tensor-fusion", "--version", tf.V1, "--wait", "--reset-values")
+         REL, "tensor-fusion", "--version", tf.V1, "--wait", "--reset-values", NO_OPENAPI)
     assert release(tf_lab)["chart"] == f"tensor-fusion-{tf.V1}"
     assert controller(tfx).spec.template.spec.containers[0].image == \
         "tensorfusion/tensor-fusion-operator:2.16.0"
@@ -81,13 +147,15 @@ def test_helm3_back_to_previous_version(tfx, tf_lab, fast_gaps):
 def test_values_shape_the_controller(tfx, tf_lab):
     repo = tf_lab["tensorfusion"]["chart_repo"]
     common = ["upgrade", "--install", "-n", NS, "--repo", repo, REL, "tensor-fusion",
-              "--version", tf.V1, "--wait"]
-    helm(tf_lab, "3", *common, "--set", "controller.deploymentName=tensor-fusion-sys-controller",
+              "--version", tf.V1, "--wait", NO_OPENAPI]
+    # The product docs' name for the controller: the collection must find it as well.
+    helm(tf_lab, "3", *common, "--set", "controller.deploymentName=tensor-fusion-sys-controller-manager",
          "--set", "agent.agentId=agent-1", "--set", "imagePullSecrets[0].name=regcred",
          "--set", "greptime.isCloud=true", "--set", "greptime.password=s3cret")
     try:
         dep = controller(tfx)
-        assert dep.metadata.name == "tensor-fusion-sys-controller"   # the real chart's name
+        assert dep.metadata.name == "tensor-fusion-sys-controller-manager"   # the docs' name
+        assert collection_finds_controller(tf_lab) == "tensor-fusion-sys-controller-manager"
         spec = dep.spec.template.spec
         ctrs = {c.name: c for c in spec.containers}
         assert set(ctrs) == {"controller", "cluster-agent", "vector"}
@@ -104,7 +172,23 @@ def test_values_shape_the_controller(tfx, tf_lab):
     finally:
         tfx.knobs(batchGapFloorSeconds=None)
         helm(tf_lab, "3", *common, "--reset-values")
-    assert controller(tfx).metadata.name == "tensor-fusion-sys-controller-manager"
+    assert controller(tfx).metadata.name == "tensor-fusion-sys-controller"
+    assert collection_finds_controller(tf_lab) == "tensor-fusion-sys-controller"
+
+
+def collection_finds_controller(state):
+    """The controller Deployment as the collection finds it (workload_restart's default target, the
+    upgrade role's wait), whatever its name; the RBAC of docs/rbac names both."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import Restarter
+    kube = Kube(resolve_auth({"kubeconfig": state["kubeconfig"]}, environ={}))
+    try:
+        [dep] = Restarter(kube, "Deployment").find(NS)
+    finally:
+        kube.close()
+    assert dep["metadata"]["name"] in (tf.REPO_ROOT / "docs" / "rbac" / "upgrade.yml").read_text()
+    return dep["metadata"]["name"]
 
 
 def test_vendor_credentials_are_created_once_and_never_updated(tfx, tf_lab):
@@ -114,7 +198,8 @@ def test_vendor_credentials_are_created_once_and_never_updated(tfx, tf_lab):
     assert sec.metadata.annotations["helm.sh/resource-policy"] == "keep"
     tfx.core.patch_namespaced_secret(name, NS, {"stringData": {"ak": "rotated-by-hand"}})
     helm(tf_lab, "3", "upgrade", "--install", "-n", NS, "--repo", tf_lab["tensorfusion"]["chart_repo"],
-         REL, "tensor-fusion", "--version", tf.V1, "--set", "cloudVendorCredentials.accessKey=new")
+         REL, "tensor-fusion", "--version", tf.V1, "--set", "cloudVendorCredentials.accessKey=new",
+         NO_OPENAPI)
     sec = tfx.core.read_namespaced_secret(name, NS)
     assert base64.b64decode(sec.data["ak"]) == b"rotated-by-hand"
 
@@ -125,12 +210,27 @@ def test_helm4_uninstall_then_fresh_install(tfx, tf_lab):
     assert tfx.tfc()["metadata"]["name"] == "tensor-fusion"
     tfx.core.read_namespaced_secret("tf-cloud-vendor-credentials", NS)
     args = ["upgrade", "--install", "--create-namespace", "-n", NS, "--repo",
-            tf_lab["tensorfusion"]["chart_repo"], REL, "tensor-fusion", "--version", tf.V1, "--wait"]
-    # A fresh helm 4 release uses server-side apply: the kept TensorFusionCluster was edited by
-    # another field manager (the tests' client), so the apply conflicts unless forced.
+            tf_lab["tensorfusion"]["chart_repo"], REL, "tensor-fusion", "--version", tf.V1, "--wait",
+            "--timeout", "120s", NO_OPENAPI]
+    # A fresh helm 4 release applies server-side, and server-side apply refuses a field the API
+    # server's schema lacks, whatever --disable-openapi-validation says (the real chart's
+    # internalTrafficPolicy on 1.20): the release fails.
     res = helm(tf_lab, "4", *args, check=False)
+    assert res.returncode != 0 and "internalTrafficPolicy: field not declared in schema" in res.stderr, \
+        res.stderr
+    helm(tf_lab, "4", "uninstall", REL, "-n", NS, "--wait")
+    # Without those Services, server-side apply works and has field ownership: the kept
+    # TensorFusionCluster was edited by another field manager (the tests' client), so the apply
+    # conflicts unless forced.
+    ssa = args + ["--set", "alert.enabled=false"]
+    res = helm(tf_lab, "4", *ssa, check=False)
     assert res.returncode != 0 and "conflict" in res.stderr, res.stderr
-    helm(tf_lab, "4", *args, "--force-conflicts")
+    helm(tf_lab, "4", *ssa, "--force-conflicts")
     assert release(tf_lab)["status"] == "deployed"
+    # Back to the whole chart: client-side apply (what helm_release selects with helm 4 when
+    # disable_openapi_validation is set).
+    helm(tf_lab, "4", *args, "--server-side=false", "--reset-values")
+    assert release(tf_lab)["status"] == "deployed"
+    tfx.apps.read_namespaced_stateful_set(f"{REL}-alert-manager", NS)
     tf.wait_pools_running(tf_lab, 60)
     tfx.wait_synced()
