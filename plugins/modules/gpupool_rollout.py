@@ -29,6 +29,12 @@ options:
     description:
       - Name of the TensorFusionCluster. Found automatically when exactly one exists.
     type: str
+  namespace:
+    description:
+      - The namespace of TensorFusion's Helm release, which is the operator's own namespace
+        (C(OPERATOR_NAMESPACE) upstream); the hypervisor Pods that the module waits for live there.
+    type: str
+    default: tensor-fusion-sys
   pool:
     description:
       - The pool, as the entry name in C(spec.gpuPools[]) (for example V(shared)) or as the GPUPool
@@ -318,6 +324,7 @@ def rollout_pool(module):
 def main():
     module = tfmodule.new_module(
         dict(cluster=dict(type="str"),
+             namespace=dict(type="str", default="tensor-fusion-sys"),
              pool=dict(type="str", required=True),
              components=dict(type="dict", options=COMPONENT_OPTIONS),
              rolling_update=_dict(auto_update_hypervisor=dict(type="bool"),

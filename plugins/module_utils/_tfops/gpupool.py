@@ -21,6 +21,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import pod_problems
 
 GROUP = "tensor-fusion.ai"
+# The operator's namespace is its Helm release's (OPERATOR_NAMESPACE upstream): its hypervisor Pods
+# live there. This is only the default of the modules' namespace options.
 OPERATOR_NAMESPACE = "tensor-fusion-sys"
 
 
@@ -100,9 +102,10 @@ def with_paused_marker(tfc, pool, components):
 class PoolObserver:
     """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods."""
 
-    def __init__(self, kube, gpupool):
+    def __init__(self, kube, gpupool, namespace=OPERATOR_NAMESPACE):
         self.kube = kube
         self.gpupool = gpupool
+        self.namespace = namespace or OPERATOR_NAMESPACE
         self.pools = kube.resource("GPUPool", group=GROUP)
         self.nodes = kube.resource("GPUNode", group=GROUP)
         self.pods = kube.resource("Pod", api_version="v1")
@@ -124,7 +127,7 @@ class PoolObserver:
                                label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool))
 
     def hypervisor_pods(self):
-        return list(list_pages(self.kube, self.pods, namespace=OPERATOR_NAMESPACE,
+        return list(list_pages(self.kube, self.pods, namespace=self.namespace,
                                label_selector="tensor-fusion.ai/component=hypervisor,"
                                               "tensor-fusion.ai/pool-%s=true" % self.gpupool))
 

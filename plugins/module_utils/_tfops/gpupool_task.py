@@ -92,8 +92,15 @@ class RolloutTask:
         template = tfc["spec"]["gpuPools"][index]["specTemplate"]
         marker = paused_marker(tfc).get(entry_name, [])
         new, changed, new_marker = _plan(params, template, marker, self.template_change)
+        if params["state"] == "present" and not changed and \
+                new.get("componentConfig") != template.get("componentConfig"):
+            self.warnings.append(
+                "pool %s: the change touches only fields the operator does not hash (Pod template "
+                "metadata, vectorImage without enableVector, client remote/embedded mode images): "
+                "it is written, but the operator starts no rollout for it and none is waited for"
+                % entry_name)
         spec_changed = new != template or new_marker != marker
-        observer = PoolObserver(self.kube, gpupool)
+        observer = PoolObserver(self.kube, gpupool, params.get("namespace"))
         pool = observer.read_pool()
         waits = self._components_to_wait(pool, new, changed, observer)
         policy = rollout.policy_of(new)
@@ -183,7 +190,7 @@ class RolloutTask:
         # this is the time between the operator's "synced" and the task's return (bench/, part 1).
         nodes = observer.gpunodes(cached=True)
         want = len(nodes)
-        pods = ObjectWatcher(self.kube, observer.pods, namespace="tensor-fusion-sys",
+        pods = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
                              label_selector="tensor-fusion.ai/component=hypervisor,"
                                             "tensor-fusion.ai/pool-%s=true" % observer.gpupool,
                              cached_list=True)
@@ -209,6 +216,7 @@ class RolloutTask:
             item.update(campaign=tracker.campaign, batches=len(steps),
                         duration=round(waiter.done_at.get(tracker.comp, time.monotonic() - waiter.started), 3))
         result["timeline"] = waiter.timeline if waiter else []
-        result["nodes"] = node_counts or PoolObserver(self.kube, result["gpupool"]).node_counts(
+        result["nodes"] = node_counts or PoolObserver(
+            self.kube, result["gpupool"], self.params.get("namespace")).node_counts(
             self._hypervisor_image())
         return result

@@ -21,6 +21,12 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting im
 TF_CONTROLLER_SELECTOR = "tensor-fusion.ai/component=operator"
 
 
+def is_operator(workload):
+    """The TensorFusion controller Deployment, by its label (whatever its name)."""
+    return ((workload.get("metadata") or {}).get("labels") or {}).get(
+        "tensor-fusion.ai/component") == "operator"
+
+
 def selector_string(label_selector):
     """A LabelSelector dict as the string the list API takes (matchLabels and matchExpressions)."""
     parts = ["%s=%s" % (k, v) for k, v in sorted((label_selector.get("matchLabels") or {}).items())]

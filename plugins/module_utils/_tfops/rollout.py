@@ -46,17 +46,36 @@ POLICY_FIELDS = {"auto_update_hypervisor": "autoUpdateHypervisor",
                  "auto_update_worker": "autoUpdateWorker", "auto_update_client": "autoUpdateClient",
                  "batch_percentage": "batchPercentage", "batch_interval": "batchInterval"}
 
-# What each component's hash covers (tensorfusion-operator.md 3.1): a change elsewhere, such as the
-# rolling policy or client.remoteModeImage, moves no hash and starts no campaign.
-_HASHED_COMPONENT_FIELDS = {
-    "hypervisor": [("hypervisor", "image"), ("hypervisor", "vectorImage"),
-                   ("hypervisor", "portNumber"), ("hypervisor", "enableVector"),
-                   ("hypervisor", "podTemplate")],
-    "worker": [("worker", "image"), ("worker", "podTemplate"), ("hypervisor", "portNumber")],
-    "client": [("client", "image"), ("client", "operatorEndpoint"), ("client", "patchToPod"),
-               ("client", "patchToContainer")],
-}
-_HASHED_NODE_MANAGER_FIELDS = {"hypervisor": ["defaultIsolationMode", "isolationModeRules"]}
+# The operator's isolation policy (its TF_ISOLATION_MODE_POLICY; the chart's default is dynamic).
+ISOLATION_DYNAMIC = "dynamic"
+
+
+def _pod_spec(component):
+    """``podTemplate.template.spec``: labels and annotations in ``template.metadata`` are not
+    hashed upstream, so they start no rollout."""
+    return (((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {}
+
+
+def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
+    """What the operator's hash of ``comp`` covers (docs/operator-behaviour.md, "Hashes"): equal
+    views mean no campaign. A change elsewhere (the rolling policy, client.remoteModeImage,
+    template metadata, vectorImage without enableVector) moves no hash."""
+    config = (spec_template or {}).get("componentConfig") or {}
+    hv, wk, cl = (config.get(c) or {} for c in COMPONENTS)
+    if comp == "hypervisor":
+        vector = bool(hv.get("enableVector"))
+        view = {"image": hv.get("image"), "port": hv.get("portNumber"), "vector": vector,
+                "vectorImage": hv.get("vectorImage") if vector else None, "spec": _pod_spec(hv)}
+        if isolation_policy != ISOLATION_DYNAMIC:
+            manager = (spec_template or {}).get("nodeManagerConfig") or {}
+            view["isolation"] = [manager.get("defaultIsolationMode") or "soft",
+                                 manager.get("isolationModeRules") or []]
+        return view
+    if comp == "worker":
+        return {"image": wk.get("image"), "spec": _pod_spec(wk), "port": hv.get("portNumber")}
+    return {"image": cl.get("image"), "operatorEndpoint": cl.get("operatorEndpoint"),
+            "patchToPod": cl.get("patchToPod"), "patchToContainer": cl.get("patchToContainer")}
+
 
 _IMAGE_RE = re.compile(
     r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?"
@@ -186,19 +205,11 @@ def auto_update(spec_template, comp):
     return bool(policy_of(spec_template).get(AUTO_FLAG[comp], False))
 
 
-def hash_changed_components(old, new):
-    """Components whose hashed fields differ between two specTemplates."""
-    old_cc, new_cc = old.get("componentConfig") or {}, new.get("componentConfig") or {}
-    old_nm, new_nm = old.get("nodeManagerConfig") or {}, new.get("nodeManagerConfig") or {}
-    changed = []
-    for comp in COMPONENTS:
-        fields_differ = any((old_cc.get(part) or {}).get(f) != (new_cc.get(part) or {}).get(f)
-                            for part, f in _HASHED_COMPONENT_FIELDS[comp])
-        manager_differs = any(old_nm.get(f) != new_nm.get(f)
-                              for f in _HASHED_NODE_MANAGER_FIELDS.get(comp, []))
-        if fields_differ or manager_differs:
-            changed.append(comp)
-    return changed
+def hash_changed_components(old, new, isolation_policy=ISOLATION_DYNAMIC):
+    """Components whose hashed configuration differs between two specTemplates: exactly the
+    campaigns the operator will start."""
+    return [comp for comp in COMPONENTS
+            if hashed_view(old, comp, isolation_policy) != hashed_view(new, comp, isolation_policy)]
 
 
 def refuse_frozen(changed, new_spec):

@@ -21,7 +21,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     TfopsError,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
-    OPERATOR_NAMESPACE,
     ClusterEditor,
     PoolObserver,
     pool_entry_transform,
@@ -30,6 +29,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts i
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 
 POD_TEMPLATE_FIELD = {"hypervisor": "podTemplate", "worker": "podTemplate"}
+# The container a component's template gets when it names none (the chart's names).
+DEFAULT_CONTAINER = {"hypervisor": "tensor-fusion-hypervisor", "worker": "tensor-fusion-worker"}
 
 
 class VerifyFailed(TfopsError):
@@ -43,7 +44,8 @@ def _ready(pod):
 
 def pods_off_target(pods, target):
     """Live Pods that are not Ready or do not run on ``target``: ("name", "why") pairs.
-    ``target`` is ("name", secret) for a versioned rotation or ("annotation", key, value)."""
+    ``target`` is ("name", secret) for a versioned rotation, ("annotation", key, value) for an
+    in-place one, or ("env", variable, value) for an in-place one on a GPU pool component."""
     wrong = []
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp"):
@@ -52,6 +54,10 @@ def pods_off_target(pods, target):
             wrong.append((pod["metadata"]["name"], "does not reference Secret %s" % target[1]))
         elif target[0] == "annotation" and \
                 (pod["metadata"].get("annotations") or {}).get(target[1]) != target[2]:
+            wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
+        elif target[0] == "env" and not all(
+                {"name": target[1], "value": target[2]} in (c.get("env") or [])
+                for c in (pod.get("spec") or {}).get("containers") or []):
             wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
         elif not _ready(pod):
             wrong.append((pod["metadata"]["name"], "not Ready"))
@@ -176,7 +182,7 @@ class PoolComponentConsumer:
                   "components": {self.component: {}}, "rolling_update": {},
                   "wait": deadline is not None, "wait_timeout": 0, "deadline": None,
                   "stall_timeout": self.params.get("stall_timeout"), "on_deadline": "fail",
-                  "wait_until_progress": 100}
+                  "wait_until_progress": 100, "namespace": self.params.get("namespace")}
         RolloutTask(self.kube, params, False, deadline or Deadline(timeout=60),
                     template_change=transform).run()
         return True
@@ -186,7 +192,19 @@ class PoolComponentConsumer:
 
     def mark(self, secret_meta, deadline=None):
         key, value = workloads.secret_annotation(secret_meta)
-        return self._write(lambda t: secret_plan.annotate_template(t, key, value), deadline)
+        return self._write(lambda t: secret_plan.mark_template_env(
+            t, key, value, DEFAULT_CONTAINER[self.component]), deadline)
+
+    def marked(self, key, version):
+        return secret_plan.template_env_mark(self.template(), key) == version
+
+    @staticmethod
+    def _own_target(target):
+        """An in-place rotation's version is in the Pod spec's environment here, not in an
+        annotation (see mark)."""
+        if target[0] == "annotation":
+            return ("env", secret_plan.version_env_name(target[1]), target[2])
+        return target
 
     def wait(self, deadline, target):
         """With autoUpdate on, the write already waited. Otherwise give the operator the grace
@@ -194,9 +212,10 @@ class PoolComponentConsumer:
         replacements."""
         if self.auto_update():
             return
-        observer = PoolObserver(self.kube, self.gpupool())
+        target = self._own_target(target)
+        observer = self._observer()
         grace = Deadline(timeout=max(1, int(self.params.get("unrolled_grace") or 0)))
-        watcher = ObjectWatcher(self.kube, observer.pods, namespace=OPERATOR_NAMESPACE,
+        watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
                                 label_selector="tensor-fusion.ai/component=hypervisor,"
                                                "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
         want = len(observer.gpunodes())
@@ -215,11 +234,17 @@ class PoolComponentConsumer:
         pods = observer.pods
         for name, _why in pods_off_target(watcher.objects.values(), target):
             self.kube.call("delete", "pods/%s" % name, pods.delete, name=name,
-                           namespace=OPERATOR_NAMESPACE)
+                           namespace=observer.namespace)
         watcher.wait(rolled, deadline)
 
+    def _observer(self):
+        # Component Pods live in the operator's namespace, which is the rotated Secret's (an
+        # imagePullSecret or a mounted Secret must be in the Pod's own namespace).
+        return PoolObserver(self.kube, self.gpupool(), self.params.get("namespace"))
+
     def verify(self, target):
-        observer = PoolObserver(self.kube, self.gpupool())
+        target = self._own_target(target)
+        observer = self._observer()
         if self.component == "hypervisor":
             pods = observer.hypervisor_pods()
             want = len(observer.gpunodes())

@@ -166,11 +166,32 @@ def repoint_template(template, old, new):
     return template
 
 
-def annotate_template(template, key, value):
-    """A podTemplate whose Pods carry ``key: value`` (changes the component's hash: a rollout)."""
+def version_env_name(annotation_key):
+    """The environment variable that carries a Secret version in a GPU pool component's Pod spec:
+    ``secret.ops.tensor-fusion.ai/registry-creds`` -> ``TFOPS_SECRET_VERSION_REGISTRY_CREDS``."""
+    name = annotation_key.rsplit("/", 1)[-1]
+    return "TFOPS_SECRET_VERSION_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def mark_template_env(template, key, value, default_container):
+    """A podTemplate whose containers carry the Secret version ``value`` as an environment
+    variable. The operator hashes a component's Pod *spec* only (labels and annotations in
+    ``template.metadata`` start no rollout), so the version must be in the spec to roll."""
     template = copy.deepcopy(template or {})
-    meta = template.setdefault("template", {}).setdefault("metadata", {})
-    annotations = meta.get("annotations") or {}
-    annotations[key] = value
-    meta["annotations"] = annotations
+    spec = template.setdefault("template", {}).setdefault("spec", {})
+    containers = spec.get("containers") or [{"name": default_container}]
+    name = version_env_name(key)
+    for container in containers:
+        env = [e for e in container.get("env") or [] if e.get("name") != name]
+        container["env"] = env + [{"name": name, "value": value}]
+    spec["containers"] = containers
     return template
+
+
+def template_env_mark(template, key):
+    """The Secret version that ``mark_template_env`` recorded in a podTemplate, or None."""
+    name = version_env_name(key)
+    containers = (((template or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    values = set(e.get("value") for c in containers for e in c.get("env") or [] if e.get("name") == name)
+    return values.pop() if len(values) == 1 and containers and all(
+        any(e.get("name") == name for e in c.get("env") or []) for c in containers) else None

@@ -17,8 +17,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     InvalidInput,
     TfopsError,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import OPERATOR_NAMESPACE
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import is_operator
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_consumers import (
     PoolComponentConsumer,
     WorkloadConsumer,
@@ -134,14 +134,17 @@ class RotateTask:
 
     def discover(self, names):
         found = []
+        operator_here = False
         for kind in secret_plan.WORKLOAD_KINDS:
             api = self.kube.resource(kind, api_version="apps/v1")
             for obj in list_pages(self.kube, api, namespace=self.namespace):
                 spec = obj["spec"]["template"].get("spec")
+                operator_here = operator_here or is_operator(obj)
                 if any(secretrefs.references(spec, n) for n in names):
                     found.append(WorkloadConsumer(self.kube, kind, obj["metadata"]["name"], self.namespace))
-        if self.namespace != OPERATOR_NAMESPACE:
-            return found  # component Pods run in the operator's namespace
+        if not operator_here:
+            # Component Pods run in the operator's namespace (its release's), and only there.
+            return found
         try:
             tfcs = self.kube.resource("TensorFusionCluster", group="tensor-fusion.ai")
         except ApiError:
@@ -323,8 +326,7 @@ class RotateTask:
                 template_annotations,
             )
             return template_annotations(consumer.read()).get(key) == version
-        return ((consumer.template().get("template") or {}).get("metadata") or {}).get(
-            "annotations", {}).get(key) == version
+        return consumer.marked(key, version)
 
     def _replace(self, current, data, secret_type):
         body = {"apiVersion": "v1", "kind": "Secret", "type": secret_type, "data": data,

@@ -38,10 +38,36 @@ def test_remote_mode_image_is_not_hashed():
     assert rollout.hash_changed_components(template(), new) == []
 
 
-def test_isolation_rules_move_the_hypervisor_hash():
+def test_isolation_rules_move_the_hypervisor_hash_only_outside_the_dynamic_policy():
     new = template()
     new["nodeManagerConfig"]["defaultIsolationMode"] = "hard"
-    assert rollout.hash_changed_components(template(), new) == ["hypervisor"]
+    assert rollout.hash_changed_components(template(), new, "static") == ["hypervisor"]
+    # The chart's default policy is dynamic: the operator starts no campaign for it.
+    assert rollout.hash_changed_components(template(), new) == []
+
+
+def test_template_metadata_moves_no_hash():
+    new = template()
+    pod_template = new["componentConfig"]["hypervisor"]["podTemplate"]["template"]
+    pod_template["metadata"] = {"annotations": {"ops.tensor-fusion.ai/restarted": "1"}}
+    new["componentConfig"]["worker"]["podTemplate"] = {"template": {"metadata": {
+        "labels": {"team": "a"}}}}
+    assert rollout.hash_changed_components(template(), new) == []
+
+
+def test_vector_image_is_hashed_only_with_enable_vector():
+    new = rollout.desired_spec_template(template(), {"hypervisor": {"vector_image": "v:2"}}, {})
+    assert rollout.hash_changed_components(template(), new) == []
+    on = rollout.desired_spec_template(template(), {"hypervisor": {"enable_vector": True}}, {})
+    assert rollout.hash_changed_components(template(), on) == ["hypervisor"]
+    on_new = rollout.desired_spec_template(on, {"hypervisor": {"vector_image": "v:3"}}, {})
+    assert rollout.hash_changed_components(on, on_new) == ["hypervisor"]
+
+
+def test_worker_pod_spec_moves_only_the_worker_hash():
+    new = rollout.desired_spec_template(template(), {"worker": {"pod_template": {"template": {
+        "spec": {"imagePullSecrets": [{"name": "registry"}]}}}}}, {})
+    assert rollout.hash_changed_components(template(), new) == ["worker"]
 
 
 def test_pod_template_merges_by_name():

@@ -72,9 +72,24 @@ def test_repoint_and_annotate_templates_leave_the_input_alone():
     assert moved["template"]["spec"]["imagePullSecrets"] == [{"name": "new"}]
     assert moved["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"] == "new"
     assert template["template"]["spec"]["imagePullSecrets"] == [{"name": "old"}]
-    marked = plan.annotate_template(template, "k", "v")
-    assert marked["template"]["metadata"]["annotations"] == {"k": "v"}
-    assert "metadata" not in template["template"]
+    key = "secret.ops.tensor-fusion.ai/registry-creds.v2"
+    marked = plan.mark_template_env(template, key, "uid:42", "tensor-fusion-hypervisor")
+    # In the Pod spec, the part the operator hashes; never in template metadata.
+    env = marked["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "TFOPS_SECRET_VERSION_REGISTRY_CREDS_V2", "value": "uid:42"}]
+    assert "metadata" not in marked["template"] and "env" not in template["template"]["spec"][
+        "containers"][0]
+    assert plan.template_env_mark(marked, key) == "uid:42"
+    assert plan.template_env_mark(template, key) is None
+    again = plan.mark_template_env(marked, key, "uid:43", "x")
+    assert again["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "TFOPS_SECRET_VERSION_REGISTRY_CREDS_V2", "value": "uid:43"}]
+
+
+def test_mark_template_env_on_a_template_without_containers_names_the_components_container():
+    marked = plan.mark_template_env({}, "secret.ops.tensor-fusion.ai/lic", "v1", "tensor-fusion-worker")
+    assert marked["template"]["spec"]["containers"] == [
+        {"name": "tensor-fusion-worker", "env": [{"name": "TFOPS_SECRET_VERSION_LIC", "value": "v1"}]}]
 
 
 def _pod(name, secret=None, annotations=None, ready=True, deleting=False):
