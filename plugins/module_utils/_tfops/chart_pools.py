@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
+import os
 import re
 import sys
 
@@ -179,7 +181,6 @@ PLUGIN_NAME = "tfops-keep-pools"
 def program_source():
     """This file's source: written out as the post-renderer program (inside a module it is read
     from the module's payload)."""
-    import inspect
     return inspect.getsource(sys.modules[__name__])
 
 
@@ -187,13 +188,12 @@ def install_post_renderer(directory, python, helm_major, live_clusters):
     """Write the post-renderer into ``directory`` (a private temporary folder): (the helm flags,
     the environment helm needs, the path where the chart's pool rendering will be). Helm 3 runs
     an executable; helm 4 runs post-renderer plugins only, found through HELM_PLUGINS."""
-    import os
     program = os.path.join(directory, "tfops_post_render.py")
-    with open(program, "w") as handle:
+    with open(program, "w", encoding="utf-8") as handle:
         handle.write("#!%s\n%s" % (python, program_source()))
     os.chmod(program, 0o700)
     live = os.path.join(directory, "live-clusters.json")
-    with open(live, "w") as handle:
+    with open(live, "w", encoding="utf-8") as handle:
         json.dump(live_clusters, handle)
     chart_out = os.path.join(directory, "chart-pools.json")
     args = ["--post-renderer-args", live, "--post-renderer-args", chart_out]
@@ -202,7 +202,7 @@ def install_post_renderer(directory, python, helm_major, live_clusters):
     plugins = os.path.join(directory, "helm-plugins")
     plugin = os.path.join(plugins, PLUGIN_NAME)
     os.makedirs(plugin)
-    with open(os.path.join(plugin, "plugin.yaml"), "w") as handle:
+    with open(os.path.join(plugin, "plugin.yaml"), "w", encoding="utf-8") as handle:
         handle.write("apiVersion: v1\ntype: postrenderer/v1\nname: %s\nversion: 1.0.0\n"
                      "runtime: subprocess\nruntimeConfig:\n  platformCommand:\n"
                      "    - command: %s\n" % (PLUGIN_NAME, json.dumps(program)))
@@ -218,10 +218,10 @@ def main(argv):
     if len(argv) != 2:
         sys.stderr.write("usage: post-render LIVE_JSON CHART_OUT\n")
         return 2
-    with open(argv[0]) as handle:
+    with open(argv[0], encoding="utf-8") as handle:
         live = json.load(handle)
     manifest, chart = post_render(sys.stdin.read(), live)
-    with open(argv[1], "w") as handle:
+    with open(argv[1], "w", encoding="utf-8") as handle:
         json.dump(chart, handle)
     sys.stdout.write(manifest)
     return 0
