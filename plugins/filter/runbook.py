@@ -28,13 +28,41 @@ def _merge(base, over):
     return out
 
 
+def _chart_items(chart_changes):
+    """{gpupool name: item} for what the chart step left to the pools step: the components the
+    new chart renders differently ({cluster: {entry: {component: options}}}, helm_release's
+    chart_pool_changes). A changed Pod template is only a marker there (its content stays out of
+    results) and is not an option of gpupool_rollout."""
+    items = {}
+    for cluster, entries in sorted((chart_changes or {}).items()):
+        for entry, components in sorted((entries or {}).items()):
+            comps = {}
+            for comp, options in (components or {}).items():
+                kept = dict((k, v) for k, v in (options or {}).items() if k != "pod_template_changed")
+                if kept:
+                    comps[comp] = kept
+            if comps:
+                items["%s-%s" % (cluster, entry)] = {"cluster": cluster, "entry": entry, "components": comps}
+    return items
+
+
+def _chart_item_for(chart, item):
+    """The chart's item for a pool the user named (by GPUPool name or by entry name)."""
+    key = item.get("pool") or item.get("name")
+    for name, found in chart.items():
+        if key == name or (key == found["entry"] and item.get("cluster") in (None, found["cluster"])):
+            return name
+    return None
+
+
 def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", client_image="",
-                 batch_percentage=None, batch_interval=None, auto_update=True):
+                 batch_percentage=None, batch_interval=None, auto_update=True, chart_changes=None):
     """gpupool_rollout options per pool: ``pools`` (names or dicts with name/pool, cluster,
     components, rolling_update) with the flat images and policy as defaults; with no pools and
     an image, every pool of ``all_pools``. A component whose image is set gets its autoUpdate flag
     turned on unless the pool's rolling_update says otherwise (the operator never rolls a
-    component whose flag is false)."""
+    component whose flag is false). ``chart_changes`` (helm_release's chart_pool_changes) are
+    rolled too, under what the user set: the user's value wins for the same field."""
     flat = dict((c, {"image": img}) for c, img in zip(COMPONENTS, (hypervisor_image, worker_image, client_image))
                 if img)
     policy = dict((k, v) for k, v in (("batch_percentage", batch_percentage), ("batch_interval", batch_interval))
@@ -46,17 +74,21 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
     items = pools if isinstance(pools, (list, tuple)) else survey_list(pools)
     if not items and (flat or policy):
         items = survey_list(all_pools)
+    chart = _chart_items(chart_changes)
+    items = [{"pool": i} if isinstance(i, str) else i for i in items]
+    named = [_chart_item_for(chart, i) for i in items if isinstance(i, dict)]
+    items = items + [{"pool": name, "cluster": found["cluster"]}
+                     for name, found in chart.items() if name not in named]
     out = []
     for item in items:
-        if isinstance(item, str):
-            item = {"pool": item}
         if not isinstance(item, dict) or not (item.get("pool") or item.get("name")):
             raise AnsibleFilterError("each pool needs a name (or pool), not %r" % (item,))
+        from_chart = chart.get(_chart_item_for(chart, item) or "", {}).get("components") or {}
         unknown = set(item) - set(["name", "pool", "cluster", "components", "rolling_update"])
         if unknown:
             raise AnsibleFilterError("pool %s: unknown keys %s (name, cluster, components, rolling_update)" % (
                 item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
-        components = _merge(flat, item.get("components"))
+        components = _merge(_merge(from_chart, flat), item.get("components"))
         unknown = set(components) - set(COMPONENTS)
         if unknown:
             raise AnsibleFilterError("pool %s: unknown components %s" % (

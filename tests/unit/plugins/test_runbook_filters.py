@@ -39,3 +39,26 @@ def test_nothing_to_do_without_pools_or_images():
 def test_bad_input_is_refused(pools, kwargs):
     with pytest.raises(AnsibleFilterError):
         pool_updates(pools, **kwargs)
+
+
+CHART = {"tensor-fusion": {"shared": {"hypervisor": {"image": "hv:chart"}, "worker": {
+    "image": "wk:chart", "pod_template_changed": True}}, "big": {"worker": {"pod_template_changed": True}}}}
+
+
+def test_chart_changes_become_pool_updates_under_the_users_settings():
+    # Nothing asked by the user: the chart's pools alone, their components' flags on.
+    assert pool_updates([], all_pools=["tensor-fusion-shared"], chart_changes=CHART) == [{
+        "pool": "tensor-fusion-shared", "cluster": "tensor-fusion",
+        "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
+        "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": True}}]
+    # The user's image wins for the same field; the chart's other changes still roll.
+    out = pool_updates([], all_pools=["tensor-fusion-shared"], hypervisor_image="hv:user",
+                       batch_percentage=50, chart_changes=CHART)
+    assert out == [{"pool": "tensor-fusion-shared", "components": {
+        "hypervisor": {"image": "hv:user"}, "worker": {"image": "wk:chart"}},
+        "rolling_update": {"batch_percentage": 50, "auto_update_hypervisor": True, "auto_update_worker": True}}]
+    # A pool named by its entry name matches the chart's entry.
+    out = pool_updates([{"name": "shared", "rolling_update": {"auto_update_worker": False}}], chart_changes=CHART)
+    assert out == [{"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
+                    "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": False}}]
+    assert pool_updates([], chart_changes={"tensor-fusion": {"big": {"worker": {"pod_template_changed": True}}}}) == []
