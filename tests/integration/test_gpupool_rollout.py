@@ -289,6 +289,15 @@ def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     ({"deadline": "2020-01-01T00:00:00Z", **hv("4.0.0")}, "has already passed"),
     ({"components": {"hypervisor": {"image": f"{HV}:4.0.0"}},
       "rolling_update": {"auto_update_hypervisor": False}}, "never roll"),
+    # What got through before: a survey answer's trailing newline, an instant timeout, a boolean
+    # as a number, a container the merge by name cannot place, a negative interval.
+    (hv("4.0.0\n"), "no spaces or newlines"),
+    ({"wait_timeout": 0, **hv("4.0.0")}, "wait_timeout must be a positive number of seconds"),
+    (hv("4.0.0", pct=True), "batch_percentage: True is not a whole number 1-100"),
+    (hv("4.0.0", batch_interval="-5s"), "'-5s' is negative"),
+    ({"components": {"hypervisor": {"image": f"{HV}:4.0.0", "pod_template": {"template": {"spec": {
+        "containers": [{"image": "x"}]}}}}}, "rolling_update": {"auto_update_hypervisor": True}},
+     "template.spec.containers[0] has no name"),
 ])
 def test_bad_input_changes_nothing(lab, api_client, opts, fragment):
     before = written_by_users(tfc(api_client))

@@ -29,6 +29,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting im
 def validate(params):
     """Everything that can be refused without the cluster; raises InvalidInput."""
     rollout.validate_task(params.get("components"), params.get("rolling_update"))
+    if params["wait"] and params["wait_timeout"] <= 0:
+        # 0 would write, time out at once and (on_deadline pause) pause the pool.
+        raise InvalidInput("wait_timeout must be a positive number of seconds, not %s (wait: false "
+                           "writes without waiting)" % params["wait_timeout"])
     deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
     if params.get("deadline") and deadline.expired():
         raise InvalidInput("deadline %s has already passed" % params["deadline"])

@@ -12,6 +12,7 @@ import copy
 import math
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
     TfopsError,
@@ -77,32 +78,48 @@ def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
             "patchToPod": cl.get("patchToPod"), "patchToContainer": cl.get("patchToContainer")}
 
 
+# A registry is a first component with a dot or a port, or localhost (as Docker's reference
+# grammar has it); otherwise the first component is part of the lowercase repository path.
+_HOST = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _IMAGE_RE = re.compile(
-    r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?"
+    r"(?:(?:localhost|%s(?:\.%s)+)(?::[0-9]+)?/|%s:[0-9]+/)?" % (_HOST, _HOST, _HOST) +
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$")
-_DURATION_RE = re.compile(r"^(?:(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h))+$")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _SECRETISH = re.compile(r"(LICEN[CS]E|TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE|SIGN)",
                         re.IGNORECASE)
 
 
 # ---- input validation -------------------------------------------------------------------------
-def go_duration_seconds(value):
+def go_duration_seconds(value, what="batch_interval"):
     """Seconds in a Go duration such as "1s", "1m30s", "500ms"; a clear error otherwise."""
-    text = str(value).strip()
-    if text == "0":
-        return 0.0
-    if not _DURATION_RE.match(text):
-        raise InvalidInput("%r is not a Go duration such as 1s, 90s or 1m30s" % (value,))
-    return sum(float(n) * _UNIT[u] for n, u in _DURATION_PART.findall(text))
+    return durations.go_duration_seconds(value, what)
 
 
 def validate_image(component, field, ref):
-    if not isinstance(ref, str) or not _IMAGE_RE.match(ref):
-        raise InvalidInput("components.%s.%s: %r is not a valid image reference "
-                           "(registry/repository:tag or @sha256:digest)" % (component, field, ref))
+    # fullmatch: "$" would also match before a final newline (a YAML block scalar, a survey
+    # answer), and the operator then cannot create the Pods.
+    if not isinstance(ref, str) or not _IMAGE_RE.fullmatch(ref):
+        raise InvalidInput("components.%s.%s: %r is not a valid image reference (registry/"
+                           "repository:tag or @sha256:digest, lowercase repository, no spaces "
+                           "or newlines)" % (component, field, ref))
+
+
+def _whole_number(option, value, low, high):
+    """Ansible's int type lets a boolean through (as 1 or 0): refuse it by name."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("%s: %r is not a whole number %d-%d" % (option, value, low, high))
+
+
+def _named_containers(component, pod_template):
+    """A container without a name cannot be merged into the current template by name: it would
+    replace the chart's container list (requests and name gone) and the Pods cannot be created."""
+    spec = ((pod_template or {}).get("template") or {}).get("spec") or {}
+    for kind in ("containers", "initContainers"):
+        for index, container in enumerate(spec.get(kind) or []):
+            if not isinstance(container, dict) or not container.get("name"):
+                raise InvalidInput("components.%s.pod_template: template.spec.%s[%d] has no name; "
+                                   "containers are merged into the current template by name "
+                                   "(for example tensor-fusion-hypervisor)" % (component, kind, index))
 
 
 def validate_task(components, rolling_update):
@@ -111,18 +128,24 @@ def validate_task(components, rolling_update):
         for key, value in (settings or {}).items():
             if value is not None and key.endswith("image"):
                 validate_image(comp, key, value)
+        if (settings or {}).get("pod_template") is not None:
+            _named_containers(comp, settings["pod_template"])
         port = (settings or {}).get("port_number")
+        if port is not None:
+            _whole_number("components.%s.port_number" % comp, port, 0, 65535)
         if port is not None and not 0 <= port <= 65535:
             raise InvalidInput("components.%s.port_number %s is not a port (0-65535)" % (comp, port))
     policy = rolling_update or {}
     pct = policy.get("batch_percentage")
+    if pct is not None:
+        _whole_number("rolling_update.batch_percentage", pct, 1, 100)
     if pct is not None and not 1 <= pct <= 100:
         raise InvalidInput(
             "rolling_update.batch_percentage must be 1-100, not %s%s" % (
                 pct, " (0 is omitted by the operator and defaulted to 100 by the CRD: every node "
                      "at once)" if pct == 0 else ""))
     if policy.get("batch_interval") is not None:
-        go_duration_seconds(policy["batch_interval"])
+        go_duration_seconds(policy["batch_interval"], "rolling_update.batch_interval")
 
 
 # ---- locating and editing the pool entry --------------------------------------------------------

@@ -17,6 +17,7 @@ import datetime
 import heapq
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
     MissingDependency,
@@ -45,9 +46,6 @@ MAX_FIRES = 20000
 # robfig/cron (the Go library the operator's ecosystem uses) accepts these, croniter too.
 DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
-_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0,
-                 "m": 60.0, "h": 3600.0}
 
 
 class OutsideWindow(TfopsError):
@@ -85,18 +83,7 @@ def parse_duration(value, what="duration"):
 
 
 def _go_duration_seconds(text, what):
-    if text.startswith("-"):
-        raise InvalidInput("%s: %r is negative" % (what, text))
-    body = text[1:] if text.startswith("+") else text
-    pos, seconds = 0, 0.0
-    while pos < len(body) or not body:
-        match = _DURATION_PART.match(body, pos)
-        if not match or match.group(1) in ("", "."):
-            raise InvalidInput("%s: %r is not a duration such as 4h, 90m or 1h30m (Go syntax: "
-                               "numbers with the units h, m, s, ms, us, ns)" % (what, text))
-        seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    return seconds
+    return durations.go_duration_seconds(text, what)
 
 
 def format_duration(delta):

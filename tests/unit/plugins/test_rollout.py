@@ -109,6 +109,15 @@ def test_estimate_uses_the_operator_floor_between_batches():
     ({}, {"batch_percentage": 0}, "every node at once"),
     ({}, {"batch_percentage": 101}, "must be 1-100"),
     ({}, {"batch_interval": "5 minutes"}, "not a Go duration"),
+    # A YAML block scalar or a survey answer ends with a newline; "$" alone would let it through.
+    ({"hypervisor": {"image": "tensorfusion/tensor-fusion-hypervisor:2.16.0\n"}}, {}, "no spaces or newlines"),
+    ({"hypervisor": {"image": " busybox"}}, {}, "not a valid image reference"),
+    ({"hypervisor": {"image": "Tensorfusion/hv:1"}}, {}, "lowercase repository"),
+    ({}, {"batch_percentage": True}, "batch_percentage: True is not a whole number 1-100"),
+    ({"hypervisor": {"port_number": False}}, {}, "port_number: False is not a whole number"),
+    ({}, {"batch_interval": "-5s"}, "batch_interval: '-5s' is negative"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"image": "x"}]}}}}}, {},
+     r"template.spec.containers\[0\] has no name"),
 ])
 def test_bad_input(components, policy, fragment):
     with pytest.raises(InvalidInput, match=fragment):
@@ -122,7 +131,8 @@ def test_good_images(image):
     rollout.validate_image("hypervisor", "image", image)
 
 
-@pytest.mark.parametrize("text,seconds", [("1s", 1), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("0", 0)])
+@pytest.mark.parametrize("text,seconds", [("1s", 1), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("0", 0),
+                                          (".5s", 0.5), ("+1s", 1), ("1\u00b5s", 1e-6), ("1.5h", 5400), ("-0", 0)])
 def test_go_durations(text, seconds):
     assert rollout.go_duration_seconds(text) == seconds
 

@@ -41,7 +41,7 @@ def test_go_durations(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "h", "5d", "1h 30m", "1x", "ten minutes", "5m-", "."])
 def test_bad_durations_are_clear_errors(text):
-    with pytest.raises(InvalidInput, match="not a duration such as 4h"):
+    with pytest.raises(InvalidInput, match="not a Go duration such as 1s"):
         w.parse_duration(text, "duration")
 
 
