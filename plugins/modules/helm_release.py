@@ -27,6 +27,12 @@ description:
     deployed revision.
   - Helm does not upgrade CRDs (the chart's C(crds/) folder); O(apply_crds) applies them with
     server-side apply before the upgrade.
+  - The helm flags a cluster may need - O(disable_openapi_validation), O(skip_crds), O(no_hooks) and
+    O(extra_args) (an allow-list of further C(helm upgrade) / C(helm rollback) flags) - go to every
+    helm command of the task that takes them, the server-side dry run of check mode included. A
+    rollback to a O(snapshot) uses the flags the bundle recorded for the upgrade that followed it
+    (M(tensorfusion.ops.helm_snapshot) O(tensorfusion.ops.helm_snapshot#module:helm_flags)) for
+    each of these options the task leaves unset.
   - Secret data and values whose keys look secret (passwords, tokens, keys, licences) are replaced
     by their sha256 in every result and diff; the command shown masks them too. Helm runs with a
     temporary 0600 kubeconfig made from the authentication options, removed afterwards.
@@ -114,9 +120,59 @@ options:
     type: bool
     default: false
   skip_crds:
-    description: Pass C(--skip-crds).
+    description:
+      - Pass C(--skip-crds) to C(helm upgrade --install) (helm installs a chart's CRDs only on the
+        first install, never on an upgrade).
+      - When not set - false, or with O(snapshot) the value the bundle recorded.
     type: bool
-    default: false
+  disable_openapi_validation:
+    description:
+      - Pass C(--disable-openapi-validation) to C(helm upgrade) - helm then does not check the
+        rendered manifest against the API server's OpenAPI schema, which an older API server
+        fails for fields it does not know (TensorFusion's chart sets a Service's
+        C(internalTrafficPolicy), unknown to Kubernetes 1.20). The API server still validates
+        what it receives and drops the fields it does not know.
+      - With helm 4 it also selects client-side apply (C(--server-side=false)) for C(helm upgrade)
+        and C(helm rollback), unless O(extra_args) sets C(--server-side) - server-side apply refuses
+        every field the API server's schema does not know (C(field not declared in schema)),
+        whatever this flag says, and helm's server-side dry run does not show that failure.
+      - C(helm rollback) has no such flag and checks no schema; a rollback that re-renders a stored
+        chart (RV(method=upgrade-to-stored-chart)) skips the check always, as the revision was
+        deployed on this cluster before.
+      - When not set - false, or with O(snapshot) the value the bundle recorded.
+    type: bool
+    version_added: 0.1.0
+  no_hooks:
+    description:
+      - Pass C(--no-hooks) to C(helm upgrade) and C(helm rollback) - the chart's hook Jobs (such as
+        TensorFusion's webhook certificate Jobs) do not run.
+      - When not set - false, or with O(snapshot) the value the bundle recorded.
+    type: bool
+    version_added: 0.1.0
+  extra_args:
+    description:
+      - Further helm flags, each C(--flag), C(--flag=value) or a C(--flag) followed by its value as
+        the next item. Only these are accepted - C(--burst-limit), C(--ca-file), C(--cert-file),
+        C(--cleanup-on-fail), C(--dependency-update), C(--devel), C(--enable-dns), C(--force)
+        (helm 4 C(--force-replace)), C(--force-conflicts) (helm 4), C(--force-replace) (helm 3
+        C(--force)), C(--hide-notes), C(--history-max), C(--insecure-skip-tls-verify),
+        C(--key-file), C(--keyring), C(--labels), C(--pass-credentials), C(--plain-http), C(--qps),
+        C(--recreate-pods) (helm 3 rollback), C(--render-subchart-notes), C(--server-side) (helm 4;
+        C(false) and C(auto) are what helm 3 does anyway), C(--skip-schema-validation),
+        C(--take-ownership), C(--verify), C(--wait-for-jobs).
+      - Each helm command gets those it takes (C(helm upgrade), C(helm rollback), and for chart
+        downloads C(helm show crds)). A flag this helm does not have is refused, naming it, before
+        anything is written.
+      - A flag the module sets itself (C(--namespace), C(--kubeconfig) and the other C(--kube-*),
+        C(--install), C(--dry-run), C(--wait), C(--timeout), C(--atomic), C(--output), C(--repo),
+        C(--version), C(--values), C(--set*), C(--reset-values), C(--reuse-values),
+        C(--create-namespace), C(--skip-crds), C(--no-hooks), C(--disable-openapi-validation),
+        C(--description)) is refused with the option that sets it, and so are C(--debug),
+        C(--username), C(--password) and C(--post-renderer).
+      - When not set - none, or with O(snapshot) the flags the bundle recorded.
+    type: list
+    elements: str
+    version_added: 0.1.0
   apply_crds:
     description:
       - Before the upgrade, apply the chart's C(crds/) (C(helm show crds)) with server-side apply
@@ -187,7 +243,16 @@ EXAMPLES = r"""
     atomic: true
     deadline: "{{ window.deadline }}"
 
-- name: Roll back to the restore point taken before the upgrade
+- name: Upgrade on an older API server (Kubernetes 1.20) that does not know every field of the chart
+  tensorfusion.ops.helm_release:
+    chart_repo_url: https://download.tensor-fusion.ai
+    chart_version: 1.8.7
+    disable_openapi_validation: true
+    extra_args:
+      - --history-max=20
+      - --cleanup-on-fail
+
+- name: Roll back to the restore point taken before the upgrade (with the upgrade's helm flags)
   tensorfusion.ops.helm_release:
     state: rolled_back
     snapshot: "{{ snapshot.bundle }}"
@@ -286,6 +351,19 @@ crds:
   returned: when state is present
   type: dict
   sample: {tensorfusionclusters.tensor-fusion.ai: false, gpupools.tensor-fusion.ai: true}
+helm_flags:
+  description:
+    - The helm flags the task used - O(disable_openapi_validation), O(skip_crds), O(no_hooks) and
+      O(extra_args) (normalised to C(--flag) or C(--flag=value)).
+  returned: always
+  type: dict
+  sample: {disable_openapi_validation: true, skip_crds: false, no_hooks: false, extra_args: [--history-max=20]}
+helm_flags_source:
+  description:
+    - Where each of RV(helm_flags) came from - V(task), V(snapshot) (recorded in the bundle) or V(default).
+  returned: always
+  type: dict
+  sample: {disable_openapi_validation: snapshot, skip_crds: default, no_hooks: default, extra_args: task}
 method:
   description:
     - How a rollback was done - V(rollback) (C(helm rollback)) or V(upgrade-to-stored-chart), when
@@ -333,7 +411,10 @@ def main():
              reuse_values=dict(type="bool", default=False),
              reset_then_reuse_values=dict(type="bool", default=False),
              atomic=dict(type="bool", default=False),
-             skip_crds=dict(type="bool", default=False),
+             skip_crds=dict(type="bool"),
+             disable_openapi_validation=dict(type="bool"),
+             no_hooks=dict(type="bool"),
+             extra_args=dict(type="list", elements="str"),
              apply_crds=dict(type="bool", default=False),
              revision=dict(type="int"),
              snapshot=dict(type="path"),

@@ -24,6 +24,9 @@ description:
     in the manifest keep only hashes. Files are 0600 and folders 0700; the bundle is written to a
     temporary folder and renamed, so a partial bundle never looks complete.
   - Each V(present) run writes a new bundle (C(changed=true)); O(keep) prunes the older ones.
+  - O(helm_flags) records the helm flags of the upgrade this restore point precedes (such as
+    C(--disable-openapi-validation) on an older API server); a rollback to the bundle with
+    M(tensorfusion.ops.helm_release) uses them for each flag option that task leaves unset.
 options:
   name:
     description: Release name.
@@ -59,6 +62,32 @@ options:
         objects' data is never stored either way.
     type: bool
     default: false
+  helm_flags:
+    description:
+      - The helm flags the upgrade after this snapshot uses, recorded in the bundle's C(meta.json)
+        (normalised, checked against the allow-list of
+        M(tensorfusion.ops.helm_release) O(tensorfusion.ops.helm_release#module:extra_args)).
+      - Not set - nothing is recorded, and a rollback to the bundle uses only its own flags.
+    type: dict
+    version_added: 0.1.0
+    suboptions:
+      disable_openapi_validation:
+        description: As M(tensorfusion.ops.helm_release) O(tensorfusion.ops.helm_release#module:disable_openapi_validation).
+        type: bool
+        default: false
+      skip_crds:
+        description: As M(tensorfusion.ops.helm_release) O(tensorfusion.ops.helm_release#module:skip_crds).
+        type: bool
+        default: false
+      no_hooks:
+        description: As M(tensorfusion.ops.helm_release) O(tensorfusion.ops.helm_release#module:no_hooks).
+        type: bool
+        default: false
+      extra_args:
+        description: As M(tensorfusion.ops.helm_release) O(tensorfusion.ops.helm_release#module:extra_args).
+        type: list
+        elements: str
+        default: []
   binary_path:
     description: Path of the helm binary; C(helm) on E(PATH) when left out.
     type: path
@@ -88,6 +117,13 @@ EXAMPLES = r"""
     keep: 5
   register: snapshot
 
+- name: Restore point that records the upgrade's helm flags, for the rollback
+  tensorfusion.ops.helm_snapshot:
+    dest: /var/lib/tfops/snapshots
+    helm_flags:
+      disable_openapi_validation: true
+      extra_args: [--history-max=20]
+
 - name: Remove one bundle
   tensorfusion.ops.helm_snapshot:
     dest: /var/lib/tfops/snapshots
@@ -107,7 +143,9 @@ bundle:
   type: str
   sample: /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
 meta:
-  description: The bundle's C(meta.json) - release, revision, status, chart and app version, versions, cluster identity, time.
+  description:
+    - The bundle's C(meta.json) - release, revision, status, chart and app version, versions,
+      cluster identity, time, and the recorded C(helm_flags) (null when none were given).
   returned: when state is present
   type: dict
   sample:
@@ -123,6 +161,7 @@ meta:
     server_version: v1.20.2
     api_server: https://k8s.example.com:6443
     cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+    helm_flags: {disable_openapi_validation: true, skip_crds: false, no_hooks: false, extra_args: []}
 files:
   description: Files of the bundle.
   returned: when state is present
@@ -165,6 +204,11 @@ def main():
              bundle=dict(type="str"),
              keep=dict(type="int"),
              keep_secrets=dict(type="bool", default=False),
+             helm_flags=dict(type="dict", options=dict(
+                 disable_openapi_validation=dict(type="bool", default=False),
+                 skip_crds=dict(type="bool", default=False),
+                 no_hooks=dict(type="bool", default=False),
+                 extra_args=dict(type="list", elements="str", default=[]))),
              binary_path=dict(type="path")),
         supports_check_mode=True)
     tfmodule.run(module, run_snapshot)

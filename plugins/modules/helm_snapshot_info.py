@@ -74,7 +74,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 bundles:
-  description: The bundles, newest capture first, with what verification found.
+  description:
+    - The bundles, newest capture first, with what verification found and the helm flags recorded
+      for the upgrade that followed each (C(helm_flags), null when none were recorded).
   returned: always
   type: list
   elements: dict
@@ -91,6 +93,7 @@ bundles:
       captured_at: "2026-11-29T02:00:01.123456Z"
       api_server: https://k8s.example.com:6443
       cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+      helm_flags: {disable_openapi_validation: true, skip_crds: false, no_hooks: false, extra_args: []}
       usable: true
       problems: []
 usable:

@@ -23,6 +23,9 @@ V1, V2 = "1.8.6", "1.8.7"
 HV = "tensorfusion/tensor-fusion-hypervisor"
 TINY = str(Path(__file__).resolve().parent / "charts" / "tfops-tiny")
 MAJORS = ["3", "4"]
+# The chart's alert-manager Services set internalTrafficPolicy, unknown to this v1.20 API server:
+# every upgrade of the TensorFusion chart here needs disable_openapi_validation, as on a real one.
+NO_OPENAPI = {"disable_openapi_validation": True}
 
 
 def release(lab, helm, check=False, diff=False, verbose=False, **opts):
@@ -103,7 +106,7 @@ def lab_release_restored(lab, api_client, helm_bins):
     if now["chart"] != last["chart"] or user_values(helm_bins["3"], lab) != values \
             or now["status"] != "deployed":
         release(lab, helm_bins["3"], chart_repo_url=lab["tensorfusion"]["chart_repo"],
-                chart_version=last["chart"].rsplit("-", 1)[1], values=values or None)
+                chart_version=last["chart"].rsplit("-", 1)[1], values=values or None, **NO_OPENAPI)
     if component_config(api_client)["hypervisor"]["image"] != image:
         set_hypervisor_image(lab, image)
 
@@ -125,7 +128,7 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     assert [b["path"] for b in info["bundles"]] == [bundle] and info["bundles"][0]["usable"]
 
     cn = {"chart_repo_url": repo, "values_files": [repo + "/values-cn.yaml"],
-          "set_values": [{"value": "agent.agentId=", "value_type": "string"}]}
+          "set_values": [{"value": "agent.agentId=", "value_type": "string"}], **NO_OPENAPI}
     # Version 1 with the mainland-China values and local mode.
     run, res = release(lab, helm, chart_version=V1, **cn)
     assert run.rc == 0, res
@@ -155,7 +158,8 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
 
     # Check mode (and diff) towards version 1 without the cn values: history unchanged.
     before = history(helm, lab)
-    run, res = release(lab, helm, check=True, diff=True, chart_version=V1, chart_repo_url=repo)
+    run, res = release(lab, helm, check=True, diff=True, chart_version=V1, chart_repo_url=repo,
+                       **NO_OPENAPI)
     assert run.rc == 0, res
     assert res["changed"] is True
     assert history(helm, lab) == before
@@ -185,6 +189,79 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     assert res["changed"] is False and res["component_config"] == []
     # The session's pool as found (the fixture checks the release).
     set_hypervisor_image(lab, found["image"])
+
+
+def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
+        lab, api_client, helm, tmp_path, lab_release_restored):
+    """disable_openapi_validation, no_hooks and extra_args on the lab's API server (which, as any
+    v1.20, does not know the chart's internalTrafficPolicy): without the flag helm refuses, before
+    any write and in check mode too; with it the upgrade works (helm 4: client-side apply); a flag
+    outside the allow-list, the module's own or one this helm lacks is refused before any write; the
+    snapshot records the upgrade's flags and the rollback to it passes them, unasked."""
+    repo = lab["tensorfusion"]["chart_repo"]
+    major = helm_major(helm)
+    flags = {"disable_openapi_validation": True, "no_hooks": True,
+             "extra_args": ["--history-max", "20", "--cleanup-on-fail"]}
+    run = snapshot(lab, helm, tmp_path / "snaps", helm_flags=flags)
+    assert run.rc == 0, run.stdout[-3000:]
+    snap = run.task_results("Snapshot")
+    recorded = {"disable_openapi_validation": True, "skip_crds": False, "no_hooks": True,
+                "extra_args": ["--history-max=20", "--cleanup-on-fail"]}
+    assert snap["meta"]["helm_flags"] == recorded
+    assert run.task_results("Info")["bundles"][0]["helm_flags"] == recorded
+    before = history(helm, lab)
+
+    # Without the flag: helm's schema check refuses the chart, in check mode as for real.
+    for check in (True, False):
+        run, res = release(lab, helm, check=check, chart_repo_url=repo, chart_version=V2)
+        assert run.rc != 0 and 'unknown field "internalTrafficPolicy"' in res["msg"], res
+    # Refused before any write, naming the option and the value.
+    bad = [(["--namespace=elsewhere"], "extra_args: '--namespace=elsewhere' is a flag helm_release sets itself"),
+           (["--frobnicate"], "extra_args: '--frobnicate' is not a helm upgrade or rollback flag"),
+           (["--wait"], "extra_args: '--wait' is a flag helm_release sets itself (from wait)")]
+    bad.append((["--recreate-pods"], "exists only in helm 3") if major == "4" else
+               (["--force-conflicts"], "exists only in helm 4"))
+    for extra, words in bad:
+        run, res = release(lab, helm, chart_repo_url=repo, chart_version=V2, apply_crds=True,
+                           extra_args=extra, **NO_OPENAPI)
+        assert run.rc != 0 and words in res["msg"], res
+    assert history(helm, lab) == before
+
+    # Check mode with the flags: the server dry run takes them; nothing written.
+    run, res = release(lab, helm, check=True, chart_repo_url=repo, chart_version=V2, **flags)
+    assert run.rc == 0 and res["changed"] is True, res
+    assert history(helm, lab) == before
+    for arg in ("--disable-openapi-validation", "--no-hooks", "--history-max=20", "--cleanup-on-fail"):
+        assert arg in res["command"]
+    assert ("--server-side=false" in res["command"]) == (major == "4")
+    assert res["helm_flags"] == dict(recorded) and set(res["helm_flags_source"].values()) == {"task", "default"}
+    # For real.
+    run, res = release(lab, helm, chart_repo_url=repo, chart_version=V2, **flags)
+    assert run.rc == 0 and res["changed"] is True and res["chart_version"] == V2, res
+    assert "--disable-openapi-validation" in res["command"] and "--no-hooks" in res["command"]
+    svc = client.CoreV1Api(api_client).read_namespaced_service("alert-manager", NS)
+    assert svc.spec.type == "ClusterIP"  # applied; the server dropped the field it does not know
+    run, res = release(lab, helm, chart_repo_url=repo, chart_version=V2, **flags)
+    assert run.rc == 0 and res["changed"] is False and res["command"] is None, res
+
+    # Back to the snapshot, giving no flag: the bundle's are used for the rollback's helm command.
+    run, res = release(lab, helm, state="rolled_back", snapshot=snap["bundle"])
+    assert run.rc == 0 and res["changed"] is True, res
+    assert res["helm_flags"] == recorded
+    assert res["helm_flags_source"] == {"disable_openapi_validation": "snapshot", "skip_crds": "snapshot",
+                                        "no_hooks": "snapshot", "extra_args": "snapshot"}
+    assert "--no-hooks" in res["command"] and "--history-max=20" in res["command"]
+    assert "--cleanup-on-fail" in res["command"]
+    if res["method"] == "upgrade-to-stored-chart":
+        assert "--disable-openapi-validation" in res["command"]
+    assert ("--server-side=false" in res["command"]) == (major == "4")
+    last = max(history(helm, lab), key=lambda r: r["revision"])
+    assert last["chart"] == "tensor-fusion-" + snap["meta"]["chart_version"] and last["status"] == "deployed"
+    assert user_values(helm, lab) == lab_release_restored["values"]
+    # A task's own value wins over the bundle's.
+    run, res = release(lab, helm, state="rolled_back", snapshot=snap["bundle"], no_hooks=False, extra_args=[])
+    assert run.rc == 0 and res["changed"] is False, res
+    assert res["helm_flags"]["no_hooks"] is False and res["helm_flags_source"]["no_hooks"] == "task"
 
 
 def test_tampered_or_foreign_bundle_is_refused(lab, api_client, helm, tmp_path):

@@ -35,6 +35,190 @@ SET_FLAGS = {"raw": "--set", "string": "--set-string", "json": "--set-json", "fi
              "literal": "--set-literal"}
 
 
+# ---- the helm flags a task may add (extra_args): an explicit allow-list -------------------------
+UPGRADE, ROLLBACK, SHOW = "upgrade", "rollback", "show"
+_UR, _URS, _US = (UPGRADE, ROLLBACK), (UPGRADE, ROLLBACK, SHOW), (UPGRADE, SHOW)
+# flag -> (takes a value, the helm commands it belongs to, helm majors that have it)
+EXTRA_FLAGS = {
+    "--cleanup-on-fail": (False, _UR, (3, 4)),
+    "--history-max": (True, _UR, (3, 4)),
+    "--wait-for-jobs": (False, _UR, (3, 4)),
+    "--force": (False, _UR, (3, 4)),            # helm 4 calls it --force-replace
+    "--force-replace": (False, _UR, (3, 4)),    # helm 3 calls it --force
+    "--server-side": (True, _UR, (4,)),
+    "--force-conflicts": (False, _UR, (4,)),
+    "--recreate-pods": (False, (ROLLBACK,), (3,)),
+    "--take-ownership": (False, (UPGRADE,), (3, 4)),
+    "--skip-schema-validation": (False, (UPGRADE,), (3, 4)),
+    "--enable-dns": (False, (UPGRADE,), (3, 4)),
+    "--dependency-update": (False, (UPGRADE,), (3, 4)),
+    "--labels": (True, (UPGRADE,), (3, 4)),
+    "--hide-notes": (False, (UPGRADE,), (3, 4)),
+    "--render-subchart-notes": (False, (UPGRADE,), (3, 4)),
+    "--devel": (False, _US, (3, 4)),
+    "--ca-file": (True, _US, (3, 4)),
+    "--cert-file": (True, _US, (3, 4)),
+    "--key-file": (True, _US, (3, 4)),
+    "--keyring": (True, _US, (3, 4)),
+    "--insecure-skip-tls-verify": (False, _US, (3, 4)),
+    "--plain-http": (False, _US, (3, 4)),
+    "--pass-credentials": (False, _US, (3, 4)),
+    "--verify": (False, _US, (3, 4)),
+    "--qps": (True, _URS, (3, 4)),
+    "--burst-limit": (True, _URS, (3, 4)),
+}
+_SHORT_FLAGS = {"-l": "--labels", "-i": "--install", "-n": "--namespace", "-o": "--output",
+                "-f": "--values", "-h": "--help"}
+# Same meaning, another name in the other major.
+_RENAMED = {3: {"--force-replace": "--force"}, 4: {"--force": "--force-replace"}}
+_NUMERIC = ("--history-max", "--qps", "--burst-limit")
+_SERVER_SIDE = ("true", "false", "auto")
+_AUTH = "the authentication options (kubeconfig, context, host, api_key, ...)"
+# Flags helm_release sets itself, with what sets them instead.
+CONTROLLED_FLAGS = {
+    "--install": "state", "--namespace": "namespace", "--kubeconfig": _AUTH,
+    "--kube-context": _AUTH, "--kube-token": _AUTH, "--kube-apiserver": _AUTH,
+    "--kube-ca-file": _AUTH, "--kube-as-user": _AUTH, "--kube-as-group": _AUTH,
+    "--kube-insecure-skip-tls-verify": _AUTH, "--kube-tls-server-name": _AUTH,
+    "--dry-run": "check mode", "--wait": "wait", "--timeout": "wait_timeout and deadline",
+    "--atomic": "atomic", "--rollback-on-failure": "atomic", "--output": "the module (it reads helm's JSON)",
+    "--repo": "chart_repo_url", "--version": "chart_version", "--values": "values_files",
+    "--set": "set_values", "--set-string": "set_values", "--set-json": "set_values",
+    "--set-file": "set_values", "--set-literal": "set_values", "--reset-values": "reset_values",
+    "--reuse-values": "reuse_values", "--reset-then-reuse-values": "reset_then_reuse_values",
+    "--create-namespace": "create_namespace", "--skip-crds": "skip_crds", "--no-hooks": "no_hooks",
+    "--disable-openapi-validation": "disable_openapi_validation",
+    "--description": "the module (it writes its own)", "--help": "the module",
+}
+REFUSED_FLAGS = {
+    "--debug": "helm's debug output prints the rendered manifest, Secrets included",
+    "--username": "a chart repository credential on the command line; use helm's repository configuration",
+    "--password": "a chart repository credential on the command line; use helm's repository configuration",
+    "--post-renderer": "it rewrites the manifest outside the module's comparison, and helm 3 and helm 4 "
+                       "read it differently (an executable / a plugin)",
+    "--post-renderer-args": "see --post-renderer",
+}
+FLAG_OPTIONS = ("disable_openapi_validation", "skip_crds", "no_hooks", "extra_args")
+
+
+def parse_extra_args(args, option="extra_args"):
+    """Normalised ``--flag`` / ``--flag=value`` strings of a task's extra helm flags, each checked
+    against the allow-list (a flag that takes a value may also be given as two items). Raises
+    InvalidInput naming the option and the value."""
+    out = []
+    items = list(args or [])
+    index = 0
+    while index < len(items):
+        raw = items[index]
+        index += 1
+        if not isinstance(raw, str) or not raw.startswith("-"):
+            raise InvalidInput("%s: %r is not a helm flag (write --flag or --flag=value)" % (option, raw))
+        name, sep, value = raw.partition("=")
+        name = _SHORT_FLAGS.get(name, name)
+        if name in CONTROLLED_FLAGS:
+            raise InvalidInput("%s: %r is a flag helm_release sets itself (from %s)" % (
+                option, raw, CONTROLLED_FLAGS[name]))
+        if name in REFUSED_FLAGS:
+            raise InvalidInput("%s: %r is not accepted: %s" % (option, raw, REFUSED_FLAGS[name]))
+        if name not in EXTRA_FLAGS:
+            raise InvalidInput("%s: %r is not a helm upgrade or rollback flag that helm_release "
+                               "accepts; accepted: %s" % (option, raw, ", ".join(sorted(EXTRA_FLAGS))))
+        takes_value = EXTRA_FLAGS[name][0]
+        if takes_value and not sep:
+            if index >= len(items) or not isinstance(items[index], str) or items[index].startswith("--"):
+                raise InvalidInput("%s: %r needs a value (--flag=value)" % (option, raw))
+            value, sep = items[index], "="
+            index += 1
+        if takes_value:
+            if name in _NUMERIC and not re.match(r"^\d+(\.\d+)?$", value):
+                raise InvalidInput("%s: %r needs a number" % (option, raw))
+            if name == "--server-side" and value not in _SERVER_SIDE:
+                raise InvalidInput("%s: %r must be one of %s" % (option, raw, ", ".join(_SERVER_SIDE)))
+            out.append("%s=%s" % (name, value))
+        elif sep:
+            if value not in ("true", "false"):
+                raise InvalidInput("%s: %r takes no value (true or false at most)" % (option, raw))
+            if value == "true":
+                out.append(name)
+        else:
+            out.append(name)
+    return out
+
+
+def _flag_name(arg):
+    return arg.partition("=")[0]
+
+
+def help_flags(text):
+    """The long flags a ``helm <command> --help`` text lists (its own and the global ones)."""
+    return set(re.findall(r"(?m)^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", text or ""))
+
+
+def extra_for(extra_args, command, version, known=None, option="extra_args"):
+    """The extra flags one helm command takes, mapped to this helm major. ``known`` is the set of
+    flags this helm binary lists for the command (``--help``), None when unknown. A flag this helm
+    major does not have is refused (InvalidInput), never dropped silently, unless it only
+    repeats what this major does anyway (--server-side=false or auto on helm 3)."""
+    major = version[0]
+    out = []
+    for arg in extra_args or []:
+        name = _flag_name(arg)
+        spec = EXTRA_FLAGS.get(name)
+        if spec is None:
+            raise InvalidInput("%s: %r is not a flag helm_release accepts" % (option, arg))
+        if command not in spec[1]:
+            continue
+        name = _RENAMED.get(major, {}).get(name, name)
+        if major not in EXTRA_FLAGS[name][2]:
+            if name == "--server-side" and arg.partition("=")[2] in ("false", "auto"):
+                continue  # helm 3 always applies client-side
+            raise InvalidInput("%s: %r exists only in helm %s; this helm is %s" % (
+                option, arg, " and ".join(str(m) for m in EXTRA_FLAGS[name][2]), version_text(version)))
+        if known is not None and name not in known:
+            raise InvalidInput("%s: %r is not a flag of this helm's %s (helm %s)" % (
+                option, arg, command, version_text(version)))
+        out.append(name + arg[len(_flag_name(arg)):])
+    return out
+
+
+def flag_args(flags, command, version, known=None):
+    """The helm arguments of the task's flags for one command (``upgrade``, ``rollback``,
+    ``show``): disable_openapi_validation and skip_crds for upgrades, no_hooks for upgrades and
+    rollbacks, then the extra flags that command takes.
+
+    helm 4 applies server-side by default for a new release (and keeps a release's method
+    afterwards). Server-side apply refuses any field the API server's schema does not know
+    (``field not declared in schema``), whatever --disable-openapi-validation says, and helm's
+    server dry run does not show it: a chart that needs that flag needs client-side apply too, so
+    with helm 4 the flag comes with --server-side=false unless extra_args chooses --server-side."""
+    flags = flags or {}
+    out = []
+    if command == UPGRADE and flags.get("disable_openapi_validation"):
+        out.append("--disable-openapi-validation")
+    if command == UPGRADE and flags.get("skip_crds"):
+        out.append("--skip-crds")
+    if command in (UPGRADE, ROLLBACK) and flags.get("no_hooks"):
+        out.append("--no-hooks")
+    extra = extra_for(flags.get("extra_args"), command, version, known)
+    if version[0] >= 4 and command in (UPGRADE, ROLLBACK) and flags.get("disable_openapi_validation") \
+            and not any(_flag_name(a) == "--server-side" for a in extra):
+        out.append("--server-side=false")
+    return out + extra
+
+
+def check_flags(flags, version, known_by_command=None, commands=(UPGRADE, ROLLBACK)):
+    """Refuse (InvalidInput) extra flags that this helm cannot take for any of ``commands``;
+    returns nothing. Run before any write."""
+    known_by_command = known_by_command or {}
+    for command in commands:
+        flag_args(flags, command, version, known_by_command.get(command))
+    for arg in (flags or {}).get("extra_args") or []:
+        name = _flag_name(arg)
+        if not set(EXTRA_FLAGS[name][1]) & set(commands):
+            raise InvalidInput("extra_args: %r is a flag of helm %s only, which this task does not run"
+                               % (arg, " and ".join(EXTRA_FLAGS[name][1])))
+
+
 class HelmError(TfopsError):
     """helm exited with an error; the message carries its (masked) stderr."""
 
@@ -188,6 +372,7 @@ class Helm:
         os.chmod(self.temp_dir, 0o700)
         self.kubeconfig = None
         self.commands = []
+        self._known = {}
         try:
             if kubeconfig is None and auth is not None:
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
@@ -258,6 +443,27 @@ class Helm:
             raise HelmError("helm failed (exit %d): %s" % (proc.returncode, err[-4000:]),
                             command=masked_command(argv, self.temp_dir), rc=proc.returncode)
         return proc.stdout
+
+    def known_flags(self, command):
+        """The flags this binary lists in ``helm <command> --help`` (None when it cannot tell)."""
+        if command not in self._known:
+            args = {UPGRADE: ["upgrade"], ROLLBACK: ["rollback"], SHOW: ["show", "crds"]}[command]
+            try:
+                found = help_flags(self.run(args + ["--help"], timeout=60, kube=False, record=False))
+            except HelmError:
+                found = set()
+            self._known[command] = found or None
+        return self._known[command]
+
+    def check_flags(self, flags, commands=(UPGRADE, ROLLBACK)):
+        """check_flags() against this binary's version and --help."""
+        known = dict((c, self.known_flags(c)) for c in commands) \
+            if (flags or {}).get("extra_args") else {}
+        check_flags(flags, self.version, known, commands)
+
+    def flag_args(self, flags, command):
+        return flag_args(flags, command, self.version,
+                         self.known_flags(command) if (flags or {}).get("extra_args") else None)
 
     # -- reading a release --
     def history(self, name, namespace):
@@ -362,7 +568,14 @@ def write_stored_chart(folder, release):
 def stored_chart_upgrade(helm, kube, name, namespace, revision, values, description):
     """``helm upgrade`` arguments that re-render revision ``revision``'s stored chart with
     ``values`` (None: the values of that revision), replacing the user values (--reset-values).
-    Refused for a chart with dependencies: helm does not store them with a release."""
+    Refused for a chart with dependencies: helm does not store them with a release.
+
+    With --disable-openapi-validation: that chart was deployed on this cluster already, and helm
+    rollback, for which this stands in, checks nothing against the OpenAPI schema either (an old
+    API server does not know every field a chart sets, such as a Service's internalTrafficPolicy
+    on Kubernetes 1.20); the API server still validates what it receives. The apply method stays
+    the release's (helm 4 --server-side=auto): a release with such fields exists only if it was
+    applied client-side."""
     stored = stored_release(kube, name, namespace, revision)
     if (stored.get("chart") or {}).get("metadata", {}).get("dependencies"):
         raise HelmError("the chart of revision %s has dependencies, which helm does not store with "
@@ -373,4 +586,4 @@ def stored_chart_upgrade(helm, kube, name, namespace, revision, values, descript
     values_file = helm.write_file(os.path.basename(folder) + "-values.json",
                                   values_yaml(stored.get("config") if values is None else values))
     return ["upgrade", name, chart_dir, "--namespace", namespace, "--reset-values", "-f", values_file,
-            "--description", description]
+            "--description", description, "--disable-openapi-validation"]

@@ -53,13 +53,15 @@ def _connect(module):
     return connect(module)
 
 
-def apply_crds(kube, helm, params, check_mode):
-    """Server-side apply of the chart's CRDs (helm show crds): {crd name: changed}."""
+def apply_crds(kube, helm, params, check_mode, flags=None):
+    """Server-side apply of the chart's CRDs (helm show crds): {crd name: changed}. ``flags``:
+    the task's helm flags (those of chart downloads, such as --ca-file, apply here too)."""
     args = ["show", "crds", params["chart_ref"]]
     if params.get("chart_repo_url"):
         args += ["--repo", params["chart_repo_url"]]
     if params.get("chart_version"):
         args += ["--version", params["chart_version"]]
+    args += helm.flag_args(flags, helmcli.SHOW)
     docs = [d for d in redact.parse_manifest(helm.run(args, kube=False))
             if d.get("kind") == "CustomResourceDefinition"]
     api = kube.resource("CustomResourceDefinition", group="apiextensions.k8s.io")
@@ -130,8 +132,13 @@ def run_release(module, deadline):
         try:
             task = ReleaseTask(helm, params, module.check_mode, module._diff, deadline,
                                _on_secret(module), kube)
+            # Every flag this helm cannot take is refused here, before anything is written.
+            commands = (helmcli.UPGRADE, helmcli.ROLLBACK) + \
+                ((helmcli.SHOW,) if params["state"] == "present" and params["apply_crds"] else ())
+            helm.check_flags(task.flags, commands)
             if params["state"] == "present":
-                crds = apply_crds(kube, helm, params, module.check_mode) if params["apply_crds"] else {}
+                crds = apply_crds(kube, helm, params, module.check_mode, task.flags) \
+                    if params["apply_crds"] else {}
                 result = task.present()
                 result["crds"] = crds
                 result["changed"] = result["changed"] or any(crds.values())
@@ -153,6 +160,8 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
     )
     meta, description, clusters = load_snapshot(
         kube, params["snapshot"], params["name"], params["namespace"])
+    # The flags the upgrade after this snapshot used, where the task sets none of its own.
+    task.helm.check_flags(task.use_flags(meta.get("helm_flags")))
     restore = None
     if params["restore_component_config"]:
         restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
@@ -176,10 +185,12 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
 # ---- helm_snapshot ------------------------------------------------------------------------------
 def run_snapshot(module):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import capture
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import recorded_flags
     params = module.params
     dest = os.path.abspath(os.path.expanduser(params["dest"]))
     if params["state"] == "absent":
         return _remove(module, dest)
+    recorded_flags(params.get("helm_flags"))  # refuse a flag outside the allow-list first
     helm, server = open_helm(module)
     kube = _connect(module)
     try:

@@ -31,10 +31,40 @@ def validate(params):
         if "=" not in (item.get("value") or ""):
             raise InvalidInput("set_values: %r is not key=value (use key= for an empty string)"
                                % item.get("value"))
+    if params.get("extra_args") is not None:
+        params["extra_args"] = helmcli.parse_extra_args(params["extra_args"])
 
 
-def upgrade_args(params, version, values_file=None):
-    """The ``helm upgrade --install`` arguments for a task (without --dry-run/--output)."""
+def effective_flags(params, recorded=None):
+    """({option: value}, {option: source}) of the helm flags a run uses (disable_openapi_validation,
+    skip_crds, no_hooks, extra_args). An option the task sets wins (source ``task``); one it leaves
+    unset takes the value a snapshot recorded for the upgrade that followed it (``snapshot``), so
+    that a rollback to that snapshot passes what the upgrade needed; else off (``default``)."""
+    recorded = recorded or {}
+    flags, sources = {}, {}
+    for key in helmcli.FLAG_OPTIONS:
+        if params.get(key) is not None:
+            flags[key], sources[key] = params[key], "task"
+        elif recorded.get(key) is not None:
+            flags[key], sources[key] = recorded[key], "snapshot"
+        else:
+            flags[key], sources[key] = ([] if key == "extra_args" else False), "default"
+        flags[key] = list(flags[key]) if key == "extra_args" else bool(flags[key])
+    return flags, sources
+
+
+def recorded_flags(params):
+    """What a snapshot records of the upgrade's helm flags (``helm_flags``): normalised, complete."""
+    if params is None:
+        return None
+    flags = effective_flags(dict(params, extra_args=helmcli.parse_extra_args(
+        params.get("extra_args"), "helm_flags.extra_args")))[0]
+    return flags
+
+
+def upgrade_args(params, version, values_file=None, flags=None, known=None):
+    """The ``helm upgrade --install`` arguments for a task (without --dry-run/--output); ``flags``
+    (effective_flags) default to the task's own, ``known`` is what this helm lists for upgrade."""
     args = ["upgrade", "--install", params["name"], params["chart_ref"],
             "--namespace", params["namespace"]]
     if params.get("chart_repo_url"):
@@ -58,9 +88,9 @@ def upgrade_args(params, version, values_file=None):
         args.append("--reset-then-reuse-values")
     elif params.get("reset_values", True):
         args.append("--reset-values")
-    if params.get("skip_crds"):
-        args.append("--skip-crds")
-    return args
+    if flags is None:
+        flags = effective_flags(params)[0]
+    return args + helmcli.flag_args(flags, helmcli.UPGRADE, version, known)
 
 
 def write_args(params, version, seconds):
@@ -204,6 +234,21 @@ class ReleaseTask:
         self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],
                        "helm_version": helmcli.version_text(helm.version), "command": None,
                        "recovered": None}
+        self.use_flags(None)
+
+    def use_flags(self, recorded):
+        """The helm flags of this run: the task's, completed by those a snapshot ``recorded``
+        (checked again against the allow-list: a bundle is data, not trusted arguments)."""
+        if recorded is not None:
+            recorded = dict(recorded, extra_args=helmcli.parse_extra_args(
+                recorded.get("extra_args"), "the snapshot's helm_flags.extra_args"))
+        self.flags, sources = effective_flags(self.params, recorded)
+        self.result["helm_flags"] = dict(self.flags)
+        self.result["helm_flags_source"] = sources
+        return self.flags
+
+    def _flags(self, command):
+        return self.helm.flag_args(self.flags, command)
 
     def exists(self, key):
         """Whether the object (apiVersion, kind, namespace, name) of a manifest is in the cluster."""
@@ -273,7 +318,7 @@ class ReleaseTask:
         if self.check_mode:
             return True
         self._write(["rollback", self.params["name"], str(target), "--namespace",
-                     self.params["namespace"]])
+                     self.params["namespace"]] + self._flags(helmcli.ROLLBACK))
         self.result["changed"] = True
         return True
 
@@ -293,7 +338,8 @@ class ReleaseTask:
         helmcli.require_server_dry_run(self.helm.version)
         values_file = self.helm.write_file("values.json", helmcli.values_yaml(params.get("values"))) \
             if params.get("values") else None
-        args = upgrade_args(params, self.helm.version, values_file)
+        args = upgrade_args(params, self.helm.version, values_file, self.flags,
+                            self.helm.known_flags(helmcli.UPGRADE) if self.flags["extra_args"] else None)
         desired = from_dry_run(self.helm.run(args + ["--dry-run=server", "-o", "json", "--timeout",
                                                      helmcli.seconds_flag(self._seconds())],
                                              timeout=int(self._seconds()) + 60))
@@ -345,7 +391,8 @@ class ReleaseTask:
                            app_version=target["app_version"])
         if self.check_mode or self.diff_mode:
             self.result["diff"] = diff_of(current, target, "release %s" % params["name"])
-        rollback = ["rollback", params["name"], str(revision), "--namespace", params["namespace"]]
+        rollback = ["rollback", params["name"], str(revision), "--namespace", params["namespace"]] + \
+            self._flags(helmcli.ROLLBACK)
         if self.check_mode or not reasons:
             if reasons:
                 self.result["command"] = self.helm.shown(rollback + write_args(
@@ -383,6 +430,7 @@ class ReleaseTask:
                 "helm rollback to revision %s cannot work (%s) and %s; upgrade to that chart "
                 "version with the revision's values instead" % (
                     revision, self._why(blockers, current_status), exc.msg))
+        args += [a for a in self._flags(helmcli.UPGRADE) if a not in args]
         self.result["method"] = "upgrade-to-stored-chart"
         self.warnings.append("helm rollback to revision %s cannot do it (%s); upgraded to revision "
                              "%s's stored chart and values instead" % (

@@ -12,7 +12,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import hel
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import secrets_in
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import (
+    recorded_flags,
+    secrets_in,
+)
 
 GROUP = "tensor-fusion.ai"
 
@@ -75,6 +78,8 @@ def capture(kube, helm, params, on_secret):
             "captured_at": captured_at, "helm_version": helmcli.version_text(helm.version),
             "server_version": server_version, "api_server": kube.server, "cluster_uid": uid,
             "keep_secrets": bool(keep),
+            # The helm flags of the upgrade this restore point precedes: a rollback to it uses them.
+            "helm_flags": recorded_flags(params.get("helm_flags")),
             # The stored revision's exact manifest and values, to recognise it at restore time.
             "manifest_sha256": hashlib.sha256(info["manifest"].encode("utf-8")).hexdigest(),
             "values_sha256": hashlib.sha256(snapshots.dumps(info["values"]).encode("utf-8")).hexdigest(),

@@ -210,7 +210,8 @@ def describe(bundle, meta, problems):
             "status": meta.get("status"), "chart": meta.get("chart"),
             "chart_version": meta.get("chart_version"), "app_version": meta.get("app_version"),
             "captured_at": meta.get("captured_at"), "api_server": meta.get("api_server"),
-            "cluster_uid": meta.get("cluster_uid"), "usable": not problems, "problems": problems}
+            "cluster_uid": meta.get("cluster_uid"), "helm_flags": meta.get("helm_flags"),
+            "usable": not problems, "problems": problems}
 
 
 def select(items, release=None, namespace=None, cluster_uid=None):

@@ -129,6 +129,13 @@ def test_upgrade_arguments_and_the_command_shown():
     assert "--reuse-values" in release.upgrade_args(params(reuse_values=True), (3, 17, 2))
     with pytest.raises(InvalidInput):
         release.upgrade_args(params(reuse_values=False, reset_then_reuse_values=True), (3, 13, 0))
+    # The task's helm flags, mapped to the major.
+    flagged = params(disable_openapi_validation=True, no_hooks=True, extra_args=["--history-max=5"])
+    assert release.upgrade_args(flagged, (3, 17, 2))[-3:] == [
+        "--disable-openapi-validation", "--no-hooks", "--history-max=5"]
+    assert release.upgrade_args(flagged, (4, 1, 4))[-4:] == [
+        "--disable-openapi-validation", "--no-hooks", "--server-side=false", "--history-max=5"]
+    assert "--skip-crds" in release.upgrade_args(params(skip_crds=True), (3, 17, 2))
 
 
 def test_validate_refuses_bad_input():
@@ -141,6 +148,129 @@ def test_validate_refuses_bad_input():
     with pytest.raises(InvalidInput):
         release.validate(params(reuse_values=True, reset_then_reuse_values=True))
     release.validate(params(state="rolled_back", revision=2))
+    checked = params(extra_args=["--history-max", "7"])
+    release.validate(checked)
+    assert checked["extra_args"] == ["--history-max=7"]
+    with pytest.raises(InvalidInput) as err:
+        release.validate(params(extra_args=["--kube-context=prod"]))
+    assert "extra_args: '--kube-context=prod'" in err.value.msg
+
+
+H3, H4 = (3, 17, 2), (4, 1, 4)
+HELP_SAMPLE = """Flags:
+      --cleanup-on-fail        allow deletion of new resources
+  -h, --help                   help for upgrade
+      --history-max int        limit the maximum number of revisions
+  -o, --output format          prints the output
+Global Flags:
+      --qps float32            queries per second
+"""
+
+
+def test_extra_args_are_normalised_and_checked_against_the_allow_list():
+    assert helmcli.parse_extra_args(["--history-max", "20", "--cleanup-on-fail", "--qps=50",
+                                     "--wait-for-jobs=true", "--take-ownership=false", "-l", "a=b"]) == \
+        ["--history-max=20", "--cleanup-on-fail", "--qps=50", "--wait-for-jobs", "--labels=a=b"]
+    assert helmcli.parse_extra_args(None) == [] and helmcli.parse_extra_args([]) == []
+    cases = {
+        "--namespace=other": "from namespace", "-n": "from namespace", "--kubeconfig=/x": "authentication",
+        "--dry-run=server": "check mode", "--wait": "from wait", "--install": "from state",
+        "--skip-crds": "skip_crds", "--no-hooks": "no_hooks",
+        "--disable-openapi-validation": "disable_openapi_validation", "--set=a=b": "set_values",
+        "--debug": "not accepted", "--password=x": "not accepted", "--post-renderer=./x": "not accepted",
+        "--frobnicate": "not a helm upgrade or rollback flag", "history-max=3": "not a helm flag",
+        "--history-max": "needs a value", "--history-max=lots": "needs a number",
+        "--server-side=yes": "must be one of", "--cleanup-on-fail=1": "takes no value",
+    }
+    for arg, words in cases.items():
+        with pytest.raises(InvalidInput) as err:
+            helmcli.parse_extra_args([arg])
+        assert words in err.value.msg and "extra_args" in err.value.msg and repr(arg) in err.value.msg, err.value.msg
+    with pytest.raises(InvalidInput) as err:
+        helmcli.parse_extra_args(["--history-max", "--force"])
+    assert "needs a value" in err.value.msg
+
+
+def test_flags_per_helm_command_and_major():
+    flags = {"disable_openapi_validation": True, "skip_crds": True, "no_hooks": True,
+             "extra_args": ["--history-max=20", "--force", "--take-ownership", "--ca-file=/ca"]}
+    assert helmcli.flag_args(flags, helmcli.UPGRADE, H3) == [
+        "--disable-openapi-validation", "--skip-crds", "--no-hooks", "--history-max=20", "--force",
+        "--take-ownership", "--ca-file=/ca"]
+    # helm 4: the same meaning under its names, and client-side apply with the validation flag.
+    assert helmcli.flag_args(flags, helmcli.UPGRADE, H4) == [
+        "--disable-openapi-validation", "--skip-crds", "--no-hooks", "--server-side=false",
+        "--history-max=20", "--force-replace", "--take-ownership", "--ca-file=/ca"]
+    # helm rollback has neither --disable-openapi-validation nor --skip-crds.
+    assert helmcli.flag_args(flags, helmcli.ROLLBACK, H3) == ["--no-hooks", "--history-max=20", "--force"]
+    assert helmcli.flag_args(flags, helmcli.ROLLBACK, H4) == [
+        "--no-hooks", "--server-side=false", "--history-max=20", "--force-replace"]
+    assert helmcli.flag_args(flags, helmcli.SHOW, H4) == ["--ca-file=/ca"]
+    # An explicit --server-side wins; on helm 3, false and auto are what it does anyway.
+    chosen = dict(flags, extra_args=["--server-side=true", "--force-conflicts"])
+    assert helmcli.flag_args(chosen, helmcli.UPGRADE, H4)[-2:] == ["--server-side=true", "--force-conflicts"]
+    assert "--server-side=false" not in helmcli.flag_args(chosen, helmcli.UPGRADE, H4)
+    assert helmcli.flag_args({"extra_args": ["--server-side=false"]}, helmcli.UPGRADE, H3) == []
+    assert helmcli.flag_args({"disable_openapi_validation": False}, helmcli.UPGRADE, H4) == []
+    for extra, major, words in ((["--server-side=true"], H3, "only in helm 4"),
+                                (["--force-conflicts"], H3, "only in helm 4"),
+                                (["--recreate-pods"], H4, "only in helm 3")):
+        with pytest.raises(InvalidInput) as err:
+            helmcli.check_flags({"extra_args": extra}, major)
+        assert words in err.value.msg and extra[0] in err.value.msg
+    helmcli.check_flags({"extra_args": ["--recreate-pods"]}, H3)
+
+
+def test_flags_this_helm_binary_does_not_list_are_refused():
+    known = helmcli.help_flags(HELP_SAMPLE)
+    assert known == {"--cleanup-on-fail", "--help", "--history-max", "--output", "--qps"}
+    helmcli.check_flags({"extra_args": ["--history-max=3", "--qps=5"]}, H3, {helmcli.UPGRADE: known})
+    with pytest.raises(InvalidInput) as err:
+        helmcli.check_flags({"extra_args": ["--take-ownership"]}, (3, 14, 0), {helmcli.UPGRADE: known})
+    assert "'--take-ownership' is not a flag of this helm's upgrade (helm 3.14.0)" in err.value.msg
+
+
+def test_a_rollback_to_a_snapshot_uses_the_flags_the_upgrade_recorded():
+    recorded = {"disable_openapi_validation": True, "skip_crds": False, "no_hooks": True,
+                "extra_args": ["--history-max=20"]}
+    unset = dict.fromkeys(helmcli.FLAG_OPTIONS)
+    flags, sources = release.effective_flags(unset, recorded)
+    assert flags == recorded and set(sources.values()) == {"snapshot"}
+    # What the task sets wins, false and [] included; what neither sets is off.
+    flags, sources = release.effective_flags(dict(unset, no_hooks=False, extra_args=[]), recorded)
+    assert flags == dict(recorded, no_hooks=False, extra_args=[])
+    assert sources == {"disable_openapi_validation": "snapshot", "skip_crds": "snapshot",
+                       "no_hooks": "task", "extra_args": "task"}
+    flags, sources = release.effective_flags(unset, None)  # an older bundle records none
+    assert flags == {"disable_openapi_validation": False, "skip_crds": False, "no_hooks": False,
+                     "extra_args": []} and set(sources.values()) == {"default"}
+    # What a snapshot records: complete and normalised; a bad flag is refused at capture.
+    assert release.recorded_flags({"disable_openapi_validation": True, "extra_args": ["--history-max", "5"]}) == \
+        {"disable_openapi_validation": True, "skip_crds": False, "no_hooks": False, "extra_args": ["--history-max=5"]}
+    assert release.recorded_flags(None) is None
+    with pytest.raises(InvalidInput) as err:
+        release.recorded_flags({"extra_args": ["--namespace=x"]})
+    assert "helm_flags.extra_args" in err.value.msg
+    # And the rollback's commands carry them.
+    assert helmcli.flag_args(release.effective_flags(unset, recorded)[0], helmcli.ROLLBACK, H4) == \
+        ["--no-hooks", "--server-side=false", "--history-max=20"]
+
+
+def test_stored_chart_upgrade_skips_the_openapi_check(monkeypatch, tmp_path):
+    body = {"chart": {"metadata": {"name": "c", "version": "0.1.0", "apiVersion": "v2"}, "values": {},
+                      "templates": []}, "config": {"a": 1}}
+    monkeypatch.setattr(helmcli, "stored_release", lambda *a: body)
+
+    class FakeHelm:
+        temp_dir = str(tmp_path)
+
+        @staticmethod
+        def write_file(name, content):
+            (tmp_path / name).write_text(content)
+            return str(tmp_path / name)
+    args = helmcli.stored_chart_upgrade(FakeHelm, None, "rel", "ns", 3, None, "why")
+    assert args[:2] == ["upgrade", "rel"] and "--disable-openapi-validation" in args
+    assert "--install" not in args and "--reset-values" in args
 
 
 def test_pending_and_last_deployed():
