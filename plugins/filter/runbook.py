@@ -38,8 +38,9 @@ def _chart_items(chart_changes):
         for entry, components in sorted((entries or {}).items()):
             comps = {}
             for comp, options in (components or {}).items():
-                kept = dict((k, v) for k, v in (options or {}).items() if k != "pod_template_changed")
-                if kept:
+                kept = dict((k, v) for k, v in (options or {}).items() if not k.endswith("_changed"))
+                # A ProviderConfig change held the pool's hypervisors: the pools step resumes them.
+                if kept or (options or {}).get("provider_config_changed"):
                     comps[comp] = kept
             if comps:
                 items["%s-%s" % (cluster, entry)] = {"cluster": cluster, "entry": entry, "components": comps}

@@ -173,6 +173,28 @@ options:
     type: list
     elements: str
     version_added: 0.1.0
+  keep_pools:
+    description:
+      - Keep the live GPU pools of the TensorFusionClusters that the chart renders. The chart owns
+        the TensorFusionCluster, and Helm replaces its C(spec.gpuPools) list whole whenever the
+        rendering of the pools changes - reverting the images, batch policy and autoUpdate flags
+        set on the live object, and starting a rollout at the chart's policy right away.
+      - With V(true) the chart is rendered through a post-renderer that puts the live pool entries
+        into the rendered TensorFusionCluster (new entries of the chart are added), so Helm changes
+        nothing in the pools and the release's manifest holds them. What the chart itself rendered
+        for the pools is recorded in the cluster's annotation C(ops.tensor-fusion.ai/chart-pools)
+        (Pod templates only as digests), and what it renders differently from the previous chart
+        step is returned as RV(chart_pool_changes), for the pools step to roll in the window.
+      - A ProviderConfig whose spec the chart changes rolls every hypervisor of its vendor
+        upstream; the pools it would start rolling at once are paused first
+        (C(autoUpdateHypervisor) false, with the pause marker that M(tensorfusion.ops.gpupool_rollout)
+        resumes), see RV(held_for_provider_configs).
+      - With helm 4 the post-renderer is a plugin in a private C(HELM_PLUGINS) folder of the run.
+      - Needs C(list) on C(tensorfusionclusters) and C(providerconfigs) (M(tensorfusion.ops.helm_release)'s
+        RBAC in C(docs/rbac) has it) and PyYAML.
+    type: bool
+    default: true
+    version_added: 0.2.0
   apply_crds:
     description:
       - Before the upgrade, apply the chart's C(crds/) (C(helm show crds)) with server-side apply
@@ -351,6 +373,23 @@ crds:
   returned: when state is present
   type: dict
   sample: {tensorfusionclusters.tensor-fusion.ai: false, gpupools.tensor-fusion.ai: true}
+chart_pool_changes:
+  description:
+    - With O(keep_pools), per TensorFusionCluster and pool entry, the component settings that this
+      chart renders differently from the previous chart step (new default images, ports,
+      endpoints), as M(tensorfusion.ops.gpupool_rollout) options; C(pod_template_changed) marks a
+      Pod template the chart changed (its content is never returned), C(provider_config_changed)
+      the ProviderConfigs whose change holds the pool's hypervisors.
+    - The C(tensorfusion.ops.pool_updates) filter turns them into the pools step's input.
+  returned: with state=present
+  type: dict
+  sample: {"tensor-fusion": {"shared": {"hypervisor": {"image": "tensorfusion/tensor-fusion-hypervisor:2.15.0"}}}}
+held_for_provider_configs:
+  description: C(<cluster>/<pool entry>) whose hypervisor campaigns were paused before the chart step (in check mode, would be).
+  returned: with state=present
+  type: list
+  elements: str
+  sample: ["tensor-fusion/shared"]
 helm_flags:
   description:
     - The helm flags the task used - O(disable_openapi_validation), O(skip_crds), O(no_hooks) and
@@ -413,6 +452,7 @@ def main():
              atomic=dict(type="bool", default=False),
              skip_crds=dict(type="bool"),
              disable_openapi_validation=dict(type="bool"),
+             keep_pools=dict(type="bool", default=True),
              no_hooks=dict(type="bool"),
              extra_args=dict(type="list", elements="str"),
              apply_crds=dict(type="bool", default=False),

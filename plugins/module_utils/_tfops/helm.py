@@ -373,6 +373,8 @@ class Helm:
         self.kubeconfig = None
         self.commands = []
         self._known = {}
+        # Set by a caller for every later run (the post-renderer plugin folder of helm 4).
+        self.extra_env = {}
         try:
             if kubeconfig is None and auth is not None:
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
@@ -414,6 +416,7 @@ class Helm:
         env = dict((k, v) for k, v in os.environ.items() if k not in _HELM_KUBE_ENV)
         if self.kubeconfig:
             env["KUBECONFIG"] = self.kubeconfig
+        env.update(self.extra_env)
         return env
 
     def argv(self, args, kube=True):

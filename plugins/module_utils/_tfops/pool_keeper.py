@@ -34,6 +34,7 @@ class PoolKeeper:
         self.enabled = bool(enabled) and kube is not None
         self.live = {}
         self._flags, self._env, self._chart_out = [], {}, None
+        self._rounds = 0
 
     def prepare(self):
         """Read the live TensorFusionClusters and write the post-renderer; call before helm runs."""
@@ -43,7 +44,8 @@ class PoolKeeper:
             raise TfopsError("keep_pools needs the Python library PyYAML on the host that runs "
                              "helm_release")
         self.live = live_clusters(self.kube)
-        directory = os.path.join(self.temp_dir, "post-render")
+        self._rounds += 1
+        directory = os.path.join(self.temp_dir, "post-render-%d" % self._rounds)
         os.mkdir(directory, 0o700)
         self._flags, self._env, self._chart_out = chart_pools.install_post_renderer(
             directory, sys.executable, self.helm_major, self.live)

@@ -11,7 +11,7 @@ import json
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import pool_keeper, redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 UPGRADE_STATES = ("deployed",)
@@ -105,7 +105,7 @@ def write_args(params, version, seconds):
 
 def _objects_by_key(manifest):
     objects = {}
-    for doc in redact.parse_manifest(manifest):
+    for doc in map(pool_keeper.comparable, redact.parse_manifest(manifest)):
         meta = doc.get("metadata") or {}
         objects[(doc.get("apiVersion"), doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
     return objects
@@ -231,6 +231,7 @@ class ReleaseTask:
         self.kube = kube
         self._exists_cache = {}
         self.warnings = []
+        self.keeper = pool_keeper.PoolKeeper(kube, helm.temp_dir, helm.major, params.get("keep_pools", True))
         self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],
                        "helm_version": helmcli.version_text(helm.version), "command": None,
                        "recovered": None}
@@ -340,11 +341,13 @@ class ReleaseTask:
             if params.get("values") else None
         args = upgrade_args(params, self.helm.version, values_file, self.flags,
                             self.helm.known_flags(helmcli.UPGRADE) if self.flags["extra_args"] else None)
-        desired = from_dry_run(self.helm.run(args + ["--dry-run=server", "-o", "json", "--timeout",
-                                                     helmcli.seconds_flag(self._seconds())],
-                                             timeout=int(self._seconds()) + 60))
+        self._keep_pools()
+        desired = from_dry_run(self.helm.run(args + self.keeper.flags() + [
+            "--dry-run=server", "-o", "json", "--timeout", helmcli.seconds_flag(self._seconds())],
+            timeout=int(self._seconds()) + 60))
         self.on_secret(secrets_in(desired))
         reasons = changes(current, desired, self.exists)
+        held = self._chart_pool_changes(current, desired)
         self.result.update(changed=self.result["changed"] or bool(reasons), reasons=reasons,
                            chart=desired["chart"], chart_version=desired["chart_version"],
                            app_version=desired["app_version"])
@@ -359,13 +362,39 @@ class ReleaseTask:
         if not reasons:
             self.result.update(status=current["status"], revision_after=current["revision"])
             return self.result
-        applied = from_dry_run(self._write(args + ["-o", "json"]))
+        if held:
+            pool_keeper.hold(self.kube, held)
+            self._keep_pools()  # the post-renderer carries the pools as they are now: held
+        applied = from_dry_run(self._write(args + self.keeper.flags() + ["-o", "json"]))
         self.on_secret(secrets_in(applied))
         after, _history = self._current()
         self.result.update(status=after["status"], revision_after=after["revision"],
                            chart=after["chart"], chart_version=after["chart_version"],
                            app_version=after["app_version"])
         return self.result
+
+    def _keep_pools(self):
+        """Set up (again) the post-renderer that keeps the live pools (chart_pools.py)."""
+        self.keeper.prepare()
+        self.helm.extra_env.update(self.keeper.env())
+
+    def _chart_pool_changes(self, current, desired):
+        """What the chart step leaves to the pools step (``chart_pool_changes``), and the pools
+        whose hypervisors a ProviderConfig change of this chart would start rolling at once: those
+        are held (paused, as a deadline pauses them) before helm writes, and resumed and rolled
+        once by the pools step."""
+        if not self.keeper.enabled:
+            return []
+        pool_changes = self.keeper.changes((current or {}).get("manifest"))
+        providers = pool_keeper.provider_config_changes(desired.get("manifest"),
+                                                        pool_keeper.live_providers(self.kube))
+        held = pool_keeper.entries_to_hold(self.keeper.live, providers.values())
+        for cluster, entry in held:
+            item = pool_changes.setdefault(cluster, {}).setdefault(entry, {}).setdefault("hypervisor", {})
+            item["provider_config_changed"] = sorted(providers)
+        self.result.update(chart_pool_changes=pool_changes, held_for_provider_configs=[
+            "%s/%s" % (cluster, entry) for cluster, entry in held])
+        return held
 
     def rolled_back(self, revision, expect=None):
         """Roll back to ``revision``; ``expect`` (from a bundle) is what that revision must hold."""
