@@ -13,11 +13,48 @@ description:
   - Gathers, in a few paginated list calls, the TensorFusionClusters, GPUPools (phase,
     componentStatus, rollouts in progress), GPUNodes, GPUs, the Pods of the operator namespace
     (controller, alert-manager, hypervisors), the Helm release's status (from Helm's storage
-    labels; the release data is never read), recent warning Events and the business workloads
-    that use TensorFusion (replicas, readinessProbe, PodDisruptionBudget coverage).
+    labels), recent warning Events and the business workloads that use TensorFusion (replicas,
+    readinessProbe, PodDisruptionBudget coverage).
+  - Tells for each TensorFusionCluster whether a Helm release owns it (Helm's ownership metadata)
+    and, if so, what of its live pools the next chart upgrade would revert - the differences
+    between the live pool settings and the release's last rendering of that cluster
+    (C(POOL_DRIFTS_FROM_CHART)).
   - Returns the data and C(findings), each with a code, a severity (V(blocking), V(warning),
     V(info)), the object and a sentence. Add rules of your own with O(rules).
   - Read-only; runs fully in check mode.
+notes:
+  - "Why the chart drift matters: the chart renders the TensorFusionCluster, and Helm patches a
+    custom resource with a JSON merge patch from the old rendering to the new one, in which a list
+    is replaced whole. The next chart upgrade that changes anything in the rendered
+    C(spec.gpuPools) makes the live pools the chart's again: images, Pod templates, the rolling
+    policy and the autoUpdate flags set on the live object are reverted, and a rollout starts at the
+    chart's policy."
+  - "Compared, per pool entry (by name): the component fields (hypervisor C(image),
+    C(vectorImage), C(portNumber), C(enableVector), C(podTemplate); worker C(image), C(podTemplate);
+    client C(image), C(operatorEndpoint), C(patchToPod), C(patchToContainer), C(remoteModeImage),
+    C(embeddedModeImage)), the rolling policy (C(nodePoolRollingUpdatePolicy) autoUpdateHypervisor,
+    autoUpdateWorker, autoUpdateClient, batchPercentage, batchInterval) and whole entries on one
+    side only. Defaults the API server or the operator fills in (portNumber 8000, batchPercentage
+    100, batchInterval 1s, autoUpdate false) are no difference. Pod templates and patches are
+    compared but never shown (env values can be secrets)."
+  - "Helm's release data is read for one purpose only: for a TensorFusionCluster that a Helm
+    release owns, the newest deployed revision's storage Secret
+    (C(sh.helm.release.v1.<release>.v<N>)) is fetched, decoded in memory, and only the
+    TensorFusionCluster documents of its manifest are kept (only their compared pool fields leave
+    the module). The values, the chart, the config and every other manifest document are never
+    returned, logged or put in a finding. The release status and the revisions come from the
+    storage Secrets' labels (a metadata-only list)."
+  - "Performance: one extra GET per Helm release that owns a TensorFusionCluster (normally one),
+    none for clusters that Helm does not own; counted in C(api_requests)."
+  - "Permissions: the GET needs C(get) on secrets in the release namespace (the precheck RBAC in
+    C(docs/rbac/precheck.yml) grants it). Without it, or when the rendering cannot be read, the
+    module does not fail: a C(POOL_DRIFT_UNCHECKED) info finding says why, naming the missing
+    permission."
+  - "A TensorFusionCluster with the annotation C(ops.tensor-fusion.ai/chart-pools) was rendered
+    through tensorfusion.ops' post-renderer, which writes the live pools into the rendering: there
+    is nothing revertible, so no drift is reported and nothing is fetched; the chart's own
+    rendering of the pools recorded there is returned as C(chart_pools), env values hashed."
+  - "Every finding code with its severity and meaning: C(docs/findings.md) in the collection."
 options:
   namespace:
     description: Namespace of the TensorFusion operator and of its Helm release.
@@ -122,6 +159,68 @@ data:
       controller, alert_manager, release (name, revision, status), warning_events, workloads.
   returned: always
   type: dict
+  contains:
+    clusters:
+      description: The TensorFusionClusters.
+      type: list
+      elements: dict
+      contains:
+        name:
+          description: Name of the TensorFusionCluster.
+          type: str
+        phase:
+          description: Its C(status.phase).
+          type: str
+        pools:
+          description: Names of its pool entries.
+          type: list
+          elements: str
+        paused:
+          description: Per pool entry, the components tensorfusion.ops paused at a deadline.
+          type: dict
+        conditions:
+          description: Its status conditions (type, status, reason).
+          type: list
+          elements: dict
+        helm_release:
+          description:
+            - The Helm release that owns the cluster, from Helm's ownership metadata (label
+              C(app.kubernetes.io/managed-by=Helm), annotations C(meta.helm.sh/release-name) and
+              C(meta.helm.sh/release-namespace)); null when Helm does not own it.
+          type: dict
+          sample: {name: tensor-fusion-sys, namespace: tensor-fusion-sys}
+        chart_pools:
+          description:
+            - What the chart itself rendered for the pools (per entry name, its specTemplate), as the
+              chart step's post-renderer recorded it in the annotation
+              C(ops.tensor-fusion.ai/chart-pools), every env value replaced by its sha256; V({})
+              when the annotation cannot be read; null without the annotation. Information only.
+          type: dict
+        chart_drift:
+          description:
+            - What the next chart upgrade that changes the rendered pools would revert; null when
+              Helm does not own the cluster or C(chart_pools) is set (nothing revertible).
+          type: dict
+          contains:
+            revision:
+              description: The release revision compared with (its newest deployed one).
+              type: int
+            unchecked:
+              description: Why the comparison could not be made (for example a missing permission); null when it was.
+              type: str
+            differences:
+              description:
+                - Null when unchecked. Each item has C(pool) (the entry name) and either C(only)
+                  (V(live) or V(rendered)) for a whole entry on one side only, or C(field) (its path
+                  under C(specTemplate)) with C(live) and C(rendered) (the effective values), or
+                  C(field) with C(hidden=true) for a Pod template or patch that differs (never its
+                  content).
+              type: list
+              elements: dict
+              sample:
+                - {pool: shared, field: componentConfig.hypervisor.image,
+                   live: "tensorfusion/tensor-fusion-hypervisor:2.16.0", rendered: "tensorfusion/tensor-fusion-hypervisor:2.15.0"}
+                - {pool: shared, field: componentConfig.worker.podTemplate, hidden: true}
 findings:
   description: What needs attention, most severe first.
   returned: always
@@ -130,6 +229,13 @@ findings:
   sample:
     - {code: GPUNODE_NOT_RUNNING, severity: blocking, object: gpunode/gpu-17,
        message: "GPUNode gpu-17 is Pending: a node that does not return to Running blocks every hypervisor rollout of its pool forever"}
+    - {code: POOL_DRIFTS_FROM_CHART, severity: warning, object: tensorfusioncluster/tensor-fusion,
+       message: "TensorFusionCluster tensor-fusion pool shared differs from the rendering of Helm release
+                 tensor-fusion-sys/tensor-fusion-sys revision 3, which the next chart upgrade that changes
+                 the rendered pools puts back (set these in the chart's values to keep them):
+                 componentConfig.hypervisor.image live \"tensorfusion/tensor-fusion-hypervisor:2.16.0\",
+                 chart \"tensorfusion/tensor-fusion-hypervisor:2.15.0\";
+                 nodeManagerConfig.nodePoolRollingUpdatePolicy.batchPercentage live 50, chart 20"}
 findings_omitted:
   description: Per code, how many findings were left out of C(findings) by O(findings_per_code).
   returned: always
@@ -141,7 +247,9 @@ summary:
   type: dict
   sample: {blocking: 0, warning: 2, info: 1}
 api_requests:
-  description: List pages fetched (the module makes no per-object calls).
+  description:
+    - Requests made - list pages, plus one GET of the newest deployed revision per Helm release
+      that owns a TensorFusionCluster (no other per-object calls).
   returned: always
   type: int
   sample: 14

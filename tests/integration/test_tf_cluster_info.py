@@ -1,6 +1,8 @@
 """tf_cluster_info on the lab: a healthy installation has no blocking finding, and each unhealthy
 case made on the lab (a pending release, a stuck hypervisor, a stopped controller, a fragile
-business workload) shows up with its code."""
+business workload, a live pool edit the next chart upgrade would revert) shows up with its code."""
+import contextlib
+import json
 import uuid
 
 from kubernetes import client
@@ -151,3 +153,131 @@ def test_custom_rule_and_bad_rule(lab):
     run = run_playbook("tf_cluster_info.yml", {"lab_kubeconfig": lab["kubeconfig"], "ci_rules": [
         {"code": "X", "severity": "info", "expression": "pools[?"}]})
     assert run.rc != 0 and "not a JMESPath expression" in run.task_results("Info")["msg"]
+
+
+CHART_POOLS = "ops.tensor-fusion.ai/chart-pools"
+IMAGE = "componentConfig.hypervisor.image"
+BATCH = "nodeManagerConfig.nodePoolRollingUpdatePolicy.batchPercentage"
+AUTO = "nodeManagerConfig.nodePoolRollingUpdatePolicy.autoUpdateHypervisor"
+POD_TEMPLATE = "componentConfig.hypervisor.podTemplate"
+
+
+def _merge_patch_tfc(api_client, body):
+    """A JSON merge patch of the chart's TensorFusionCluster, as a person editing it live sends."""
+    from kubernetes.dynamic import DynamicClient
+    tfcs = DynamicClient(api_client).resources.get(api_version="tensor-fusion.ai/v1", kind="TensorFusionCluster")
+    tfcs.patch(body=body, name="tensor-fusion", content_type="application/merge-patch+json")
+
+
+@contextlib.contextmanager
+def _without_chart_pools_record(api_client):
+    """The post-renderer's annotation (left by a chart step that ran before on this lab) taken off
+    for the block and put back: with it, nothing is revertible and nothing is compared."""
+    recorded = (client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")["metadata"].get("annotations") or {}).get(CHART_POOLS)
+    if recorded is not None:
+        _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: None}}})
+    try:
+        yield
+    finally:
+        if recorded is not None:
+            _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: recorded}}})
+
+
+def _the_cluster(res):
+    (cluster,) = [c for c in res["data"]["clusters"] if c["name"] == "tensor-fusion"]
+    return cluster
+
+
+def _drift_messages(res):
+    return [f["message"] for f in res["findings"]
+            if f["code"] == "POOL_DRIFTS_FROM_CHART" and f["object"] == "tensorfusioncluster/tensor-fusion"]
+
+
+def test_live_pool_edits_the_next_chart_upgrade_would_revert(lab, api_client):
+    """The chart's TensorFusionCluster is Helm-owned; a live edit of the pool (hypervisor image,
+    batchPercentage, a secret env value in the Pod template) is reported field by field against
+    the release's rendering, the secret never; the post-renderer's annotation means nothing
+    revertible; putting the pool back removes the finding."""
+    settle(api_client)
+    original = client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")
+    recorded = (original["metadata"].get("annotations") or {}).get(CHART_POOLS)
+    canary = "s3cr3t-" + uuid.uuid4().hex
+    try:
+        if recorded is not None:  # a chart step through the post-renderer ran before on this lab
+            _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: None}}})
+        before = info(lab)
+        cluster = _the_cluster(before)
+        assert cluster["helm_release"] == {"name": "tensor-fusion-sys", "namespace": "tensor-fusion-sys"}
+        assert cluster["chart_pools"] is None
+        if before["data"]["release"]["status"] == "deployed":  # else an older revision is the deployed one
+            assert cluster["chart_drift"]["revision"] == before["data"]["release"]["revision"]
+        baseline = cluster["chart_drift"]["differences"]
+        pool = [p for p in original["spec"]["gpuPools"] if p["name"] == "shared"][0]["specTemplate"]
+        assert not [d for d in baseline if d.get("pool") == "shared" and d.get("field") in (IMAGE, BATCH, POD_TEMPLATE)
+                    or d.get("only")], "the lab's pool starts as the chart rendered it"
+        old_image = pool["componentConfig"]["hypervisor"]["image"]
+        old_batch = pool["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"]
+
+        edited = json.loads(json.dumps(original["spec"]["gpuPools"]))
+        template = [p for p in edited if p["name"] == "shared"][0]["specTemplate"]
+        template["componentConfig"]["hypervisor"]["image"] = "tensorfusion/tensor-fusion-hypervisor:drift-test"
+        policy = template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+        policy["batchPercentage"] = 50 if old_batch != 50 else 30
+        # autoUpdate off in the same patch: the shared lab starts no rollout for this edit.
+        policy["autoUpdateHypervisor"] = False
+        container = template["componentConfig"]["hypervisor"]["podTemplate"]["template"]["spec"]["containers"][0]
+        container.setdefault("env", []).append({"name": "TF_DEBUG_TOKEN", "value": canary})
+        _merge_patch_tfc(api_client, {"spec": {"gpuPools": edited}})
+
+        drifted = info(lab)
+        drift = _the_cluster(drifted)["chart_drift"]
+        differences = drift["differences"]
+        assert {"pool": "shared", "field": IMAGE, "live": "tensorfusion/tensor-fusion-hypervisor:drift-test",
+                "rendered": old_image} in differences
+        assert {"pool": "shared", "field": BATCH, "live": policy["batchPercentage"], "rendered": old_batch} in differences
+        assert {"pool": "shared", "field": POD_TEMPLATE, "hidden": True} in differences
+        (message,) = [m for m in _drift_messages(drifted) if "pool shared " in m]
+        assert message.startswith("TensorFusionCluster tensor-fusion pool shared differs from the rendering of "
+                                  "Helm release tensor-fusion-sys/tensor-fusion-sys revision %d" % drift["revision"]), message
+        assert '%s live "tensorfusion/tensor-fusion-hypervisor:drift-test", chart "%s"' % (IMAGE, old_image) in message
+        assert "%s live %d, chart %d" % (BATCH, policy["batchPercentage"], old_batch) in message
+        assert "%s differs (not shown" % POD_TEMPLATE in message
+        assert [f["severity"] for f in drifted["findings"] if f["code"] == "POOL_DRIFTS_FROM_CHART"][0] == "warning"
+        assert canary not in json.dumps(drifted), "a Pod template's env value never leaves the module"
+
+        # Rendered through the post-renderer: the release holds the live pools, nothing revertible.
+        record = {"shared": template}
+        _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: json.dumps(record)}}})
+        post_rendered = info(lab)
+        cluster = _the_cluster(post_rendered)
+        assert cluster["chart_drift"] is None and _drift_messages(post_rendered) == []
+        assert cluster["chart_pools"]["shared"]["componentConfig"]["hypervisor"]["image"] == \
+            "tensorfusion/tensor-fusion-hypervisor:drift-test"
+        assert canary not in json.dumps(post_rendered), "env values of the recorded rendering are hashed"
+    finally:
+        _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: recorded}},
+                                      "spec": {"gpuPools": original["spec"]["gpuPools"]}})
+    restored = info(lab)
+    if recorded is None:
+        assert _the_cluster(restored)["chart_drift"]["differences"] == baseline
+    assert not [m for m in _drift_messages(restored) if IMAGE in m or BATCH in m or POD_TEMPLATE in m]
+    settle(api_client)
+
+
+def test_the_precheck_rbac_reads_the_rendering_and_without_get_it_is_an_info(lab, api_client, sa_kubeconfig):
+    """docs/rbac/precheck.yml grants the one GET; without it the module says what is missing
+    instead of failing."""
+    # info() reads only the "kubeconfig" of the lab it is given: here the ServiceAccounts'.
+    granted_kubeconfig = sa_kubeconfig("precheck")
+    refused_kubeconfig = sa_kubeconfig("precheck", drop=("Role", "secrets", "get"))
+    with _without_chart_pools_record(api_client):
+        granted = _the_cluster(info({"kubeconfig": granted_kubeconfig}))["chart_drift"]
+        assert granted["unchecked"] is None and isinstance(granted["differences"], list)
+        refused = info({"kubeconfig": refused_kubeconfig})
+    assert _the_cluster(refused)["chart_drift"]["differences"] is None
+    (found,) = [f for f in refused["findings"] if f["code"] == "POOL_DRIFT_UNCHECKED"]
+    assert found["severity"] == "info" and found["object"] == "tensorfusioncluster/tensor-fusion"
+    assert "forbidden: get secrets in tensor-fusion-sys (Helm's storage Secret sh.helm.release.v1.tensor-fusion-sys.v" \
+        in found["message"], found

@@ -3,14 +3,17 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The read-only picture of a TensorFusion installation, gathered in a few paginated list calls
 (never one call per object) and slimmed as it arrives, so that 1,000 nodes and 10,000 Pods stay
-cheap."""
+cheap. Helm's storage is read in chart_rendering.py (the one read of Secret data: the newest
+deployed revision of a release that owns a TensorFusionCluster, only its TensorFusionClusters kept)."""
 
 from __future__ import annotations
 
 import heapq
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.chart_rendering import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import (
@@ -44,6 +47,11 @@ def slim_cluster(obj):
             "pools": [p.get("name") for p in (obj.get("spec") or {}).get("gpuPools") or []],
             # {pool entry: [components]} that tensorfusion.ops paused at a deadline (resumable)
             "paused": paused_marker(obj),
+            # {name, namespace} of the Helm release that owns it (a chart upgrade patches it), or None
+            "helm_release": chart_drift.helm_owner(obj),
+            # what the chart itself rendered for the pools, as the chart step's post-renderer recorded
+            # it (env values hashed), or None when the cluster was never rendered that way
+            "chart_pools": chart_drift.recorded_chart_pools(obj),
             "conditions": [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
                            for c in status.get("conditions") or []]}
 
@@ -131,6 +139,7 @@ class Gatherer:
         # workloads and their PodDisruptionBudgets) come from the API server's watch cache in
         # one response each: no etcd read, no pages (bench/: 3-5 times less server time).
         self.cached = cached_reads
+        self.storage = ReleaseStorage(kube)
 
     def _list(self, kind, project, group=None, api_version=None, **kwargs):
         resource = self.kube.resource(kind, api_version=api_version, group=group)
@@ -139,9 +148,10 @@ class Gatherer:
     def gather(self):
         pods = self._list("Pod", slim_pod, api_version="v1", namespace=self.namespace,
                           cached=self.cached)
+        live_pools = {}
         data = {
             "namespace": self.namespace,
-            "clusters": self._list("TensorFusionCluster", slim_cluster, group=GROUP),
+            "clusters": self._list("TensorFusionCluster", self._cluster_projection(live_pools), group=GROUP),
             "pools": self._list("GPUPool", slim_pool, group=GROUP),
             "gpunodes": self._list("GPUNode", slim_gpunode, group=GROUP, cached=self.cached),
             "hypervisors": [p for p in pods if p["component"] == "hypervisor"],
@@ -152,6 +162,7 @@ class Gatherer:
             "warning_events": self._warning_events(),
             "workloads": self._workloads() if self.with_workloads else [],
         }
+        self._chart_drift(data["clusters"], live_pools)
         gpu_phases = self._gpu_phases()
         data["gpus"] = {"total": len(gpu_phases),
                         "by_phase": dict((ph, gpu_phases.count(ph)) for ph in sorted(set(gpu_phases)))}
@@ -184,16 +195,42 @@ class Gatherer:
                           label_selector=selector)
 
     def _release(self):
-        """The release's newest revision and status from Helm's storage labels (metadata only:
-        the release data, which holds the values, is never fetched)."""
+        """The release's newest revision and status (from Helm's storage labels)."""
+        revisions = self.storage.revisions(self.namespace, self.release)
+        if not revisions:
+            return None
+        newest = max(revisions, key=lambda r: r["revision"])
+        return {"name": newest["name"], "status": newest["status"], "revision": newest["revision"]}
+
+    @staticmethod
+    def _cluster_projection(live_pools):
         def project(obj):
-            labels = obj["metadata"].get("labels") or {}
-            return {"name": labels.get("name"), "status": labels.get("status", "unknown"),
-                    "revision": int(labels.get("version", 0))}
-        resource = self.kube.resource("Secret", api_version="v1")
-        revisions = list(list_pages(self.kube, resource, namespace=self.namespace, metadata_only=True,
-                                    label_selector="owner=helm,name=%s" % self.release, project=project))
-        return max(revisions, key=lambda r: r["revision"]) if revisions else None
+            slim = slim_cluster(obj)
+            # The compared pool fields only (never whole Pod templates past this point), and only
+            # where there is something revertible: Helm owns the cluster and no post-renderer
+            # already put the live pools into the release's rendering.
+            if slim["helm_release"] and slim["chart_pools"] is None:
+                live_pools[slim["name"]] = chart_drift.pool_settings(obj)
+            return slim
+        return project
+
+    def _chart_drift(self, clusters, live_pools):
+        """Each cluster's ``chart_drift``: None when no chart upgrade can revert its pools (not
+        Helm's, or rendered through the post-renderer), else the differences from the release's
+        last rendering, or why they could not be checked (never a failure: the check is advice)."""
+        for tfc in clusters:
+            owner = tfc["helm_release"]
+            if owner is None or tfc["chart_pools"] is not None:
+                tfc["chart_drift"] = None
+                continue
+            revision, rendered, unchecked = self.storage.rendering(owner["namespace"], owner["name"])
+            if unchecked is None and tfc["name"] not in rendered:
+                unchecked = "revision %s of Helm release %s/%s renders no TensorFusionCluster %s" % (
+                    revision, owner["namespace"], owner["name"], tfc["name"])
+            tfc["chart_drift"] = {
+                "revision": revision, "unchecked": unchecked,
+                "differences": None if unchecked else chart_drift.diff_pools(live_pools[tfc["name"]],
+                                                                             rendered[tfc["name"]])}
 
     def _warning_events(self):
         def project(obj):

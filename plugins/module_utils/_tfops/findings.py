@@ -7,6 +7,7 @@ Each finding: code, severity (blocking / warning / info), object, and a sentence
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.chart_drift import describe
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 SEVERITIES = ("blocking", "warning", "info")
@@ -32,6 +33,41 @@ def _cluster_findings(data):
             out.append(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
                                "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
                                "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")))
+    return out
+
+
+def _chart_findings(data):
+    """What the next chart upgrade would revert (POOL_DRIFTS_FROM_CHART, one finding per pool
+    entry), or that it could not be checked (POOL_DRIFT_UNCHECKED)."""
+    out = []
+    for tfc in data["clusters"]:
+        drift, owner = tfc.get("chart_drift"), tfc.get("helm_release")
+        if not drift:
+            continue
+        obj = "tensorfusioncluster/%s" % tfc["name"]
+        release = "Helm release %s/%s" % (owner["namespace"], owner["name"])
+        if drift["unchecked"]:
+            out.append(finding("POOL_DRIFT_UNCHECKED", "info", obj,
+                               "TensorFusionCluster %s is owned by %s, but what a chart upgrade would revert "
+                               "of its live pools is unknown: %s" % (tfc["name"], release, drift["unchecked"])))
+            continue
+        rendering = "%s revision %s" % (release, drift["revision"])
+        by_pool = {}
+        for diff in drift["differences"]:
+            by_pool.setdefault(diff["pool"], []).append(diff)
+        for pool, diffs in by_pool.items():
+            where = "TensorFusionCluster %s pool %s" % (tfc["name"], pool if pool is not None else "(unnamed)")
+            if diffs[0].get("only") == "live":
+                message = "%s is not in the rendering of %s: the next chart upgrade that changes the " \
+                          "rendered pools removes it" % (where, rendering)
+            elif diffs[0].get("only") == "rendered":
+                message = "%s is in the rendering of %s but not live: the next chart upgrade that " \
+                          "changes the rendered pools adds it back" % (where, rendering)
+            else:
+                message = "%s differs from the rendering of %s, which the next chart upgrade that changes " \
+                          "the rendered pools puts back (set these in the chart's values to keep them): %s" % (
+                              where, rendering, "; ".join(describe(d) for d in diffs))
+            out.append(finding("POOL_DRIFTS_FROM_CHART", "warning", obj, message))
     return out
 
 
@@ -158,7 +194,7 @@ def _event_findings(data):
 
 def builtin_findings(data):
     out = []
-    for rule in (_cluster_findings, _pool_findings, _node_findings, _operator_findings,
+    for rule in (_cluster_findings, _chart_findings, _pool_findings, _node_findings, _operator_findings,
                  _workload_findings, _event_findings):
         out.extend(rule(data))
     return out
