@@ -37,13 +37,18 @@ def _chart_items(chart_changes):
     for cluster, entries in sorted((chart_changes or {}).items()):
         for entry, components in sorted((entries or {}).items()):
             comps = {}
+            frozen = []
             for comp, options in (components or {}).items():
-                kept = dict((k, v) for k, v in (options or {}).items() if not k.endswith("_changed"))
+                kept = dict((k, v) for k, v in (options or {}).items()
+                            if not k.endswith("_changed") and k != "auto_update")
                 # A ProviderConfig change held the pool's hypervisors: the pools step resumes them.
                 if kept or (options or {}).get("provider_config_changed"):
                     comps[comp] = kept
+                if kept and (options or {}).get("auto_update") is False:
+                    frozen.append(comp)
             if comps:
-                items["%s-%s" % (cluster, entry)] = {"cluster": cluster, "entry": entry, "components": comps}
+                items["%s-%s" % (cluster, entry)] = {"cluster": cluster, "entry": entry,
+                                                     "components": comps, "frozen": frozen}
     return items
 
 
@@ -95,10 +100,17 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
             raise AnsibleFilterError("pool %s: unknown components %s" % (
                 item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
         rolling = dict(policy)
+        chart_item = chart.get(_chart_item_for(chart, item) or "", {})
+        user_set = _merge(flat, item.get("components"))
         if auto_update:
             for comp in COMPONENTS:
                 if (components.get(comp) or {}).get("image"):
                     rolling["auto_update_%s" % comp] = True
+        for comp in chart_item.get("frozen") or []:
+            # The chart's change of a component the pool does not roll is recorded, not rolled,
+            # as a chart upgrade would; what the user sets for it rolls as usual.
+            if not (user_set.get(comp) or {}):
+                rolling["auto_update_%s" % comp] = False
         rolling.update(item.get("rolling_update") or {})
         entry = {"pool": item.get("pool") or item.get("name"), "components": components, "rolling_update": rolling}
         if item.get("cluster"):
@@ -107,6 +119,19 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
     return out
 
 
+def chart_pod_templates(chart_changes):
+    """{"<cluster>/<entry>": [components]} whose Pod template the new chart renders differently
+    (helm_release's chart_pool_changes marks them; their content is never in a result)."""
+    out = {}
+    for cluster, entries in sorted((chart_changes or {}).items()):
+        for entry, components in sorted((entries or {}).items()):
+            changed = sorted(c for c, opts in (components or {}).items() if (opts or {}).get("pod_template_changed"))
+            if changed:
+                out["%s/%s" % (cluster, entry)] = changed
+    return out
+
+
 class FilterModule:
     def filters(self):
-        return {"pool_updates": pool_updates, "survey_list": survey_list}
+        return {"pool_updates": pool_updates, "survey_list": survey_list,
+                "chart_pod_templates": chart_pod_templates}

@@ -62,7 +62,8 @@ def _plan(params, template, marker, change=None):
     resume = [c for c in marker if policy.get("auto_update_%s" % c) is None]
     new = rollout.set_auto_update(new, resume, True) if resume else new
     changed = rollout.hash_changed_components(template, new)
-    rollout.refuse_frozen(changed, new)
+    rollout.refuse_frozen(changed, new, [c for c in rollout.COMPONENTS
+                                         if policy.get("auto_update_%s" % c) is False])
     # Every pause of ours ends here: resumed above, or its flag set by the task itself.
     return new, changed, []
 
@@ -162,6 +163,11 @@ class RolloutTask:
         waits = []
         for comp in rollout.COMPONENTS:
             unsynced = not rollout.component_status(pool, comp)[2]
+            if comp in changed and not rollout.auto_update(new, comp):
+                self.warnings.append(
+                    "%s: the change is recorded but autoUpdate%s is false, so the operator does not "
+                    "roll it (Pods created from now on get it)" % (comp, comp.capitalize()))
+                continue
             if comp in changed or (comp in named and unsynced and rollout.auto_update(new, comp)):
                 if observer.consumers(comp) == 0:
                     self.warnings.append(

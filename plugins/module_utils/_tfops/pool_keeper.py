@@ -76,6 +76,13 @@ class PoolKeeper:
                 continue  # a first install: the operator creates its pools from the rendering
             before = chart_pools.previous_rendering(self.live[cluster], previous.get(cluster))
             moved = chart_pools.chart_changes(before, rendered)
+            entries = chart_pools.entries_by_name(self.live[cluster])
+            for entry, components in moved.items():
+                template = (entries.get(entry) or {}).get("specTemplate") or {}
+                for component, options in components.items():
+                    # Whether the pool rolls this component now: a plain chart upgrade would only
+                    # record a change of one whose flag is off, and so does the pools step.
+                    options["auto_update"] = rollout.auto_update(template, component)
             if moved:
                 out[cluster] = moved
         return out

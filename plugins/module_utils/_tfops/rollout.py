@@ -235,9 +235,11 @@ def hash_changed_components(old, new, isolation_policy=ISOLATION_DYNAMIC):
             if hashed_view(old, comp, isolation_policy) != hashed_view(new, comp, isolation_policy)]
 
 
-def refuse_frozen(changed, new_spec):
-    """A changed component whose autoUpdate is false never rolls: say so before writing."""
-    frozen = [c for c in changed if not auto_update(new_spec, c)]
+def refuse_frozen(changed, new_spec, deliberate=()):
+    """A changed component whose autoUpdate is false never rolls: say so before writing, unless
+    the task turned the flag off itself (``deliberate``): then the change is only recorded, as a
+    chart upgrade records a new image for a component it does not roll."""
+    frozen = [c for c in changed if not auto_update(new_spec, c) and c not in deliberate]
     if frozen:
         raise InvalidInput(
             "%s would change but %s false: the operator would record the new hash and never roll "
