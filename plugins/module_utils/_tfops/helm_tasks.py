@@ -165,11 +165,18 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
     restore = None
     if params["restore_component_config"]:
         restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
-                                         deadline, params["stall_timeout"])
+                                         deadline, params["stall_timeout"], params["namespace"])
         restore.prepare()
     result = task.rolled_back(meta["revision"], _snapshot_expectation(meta))
     result["snapshot"] = description
     result["component_config"] = []
+    if task.held:
+        # The chart step held these pools' hypervisors for a ProviderConfig change: the restore's
+        # write resumes them, one campaign each, watched like the restored componentConfig.
+        if restore is None:
+            restore = ComponentConfigRestore(kube, [], module.check_mode, params["wait"],
+                                             deadline, params["stall_timeout"], params["namespace"])
+        restore.resume_held(task.held)
     if restore is not None:
         items = restore.finish()
         task.warnings.extend(restore.warnings)

@@ -15,6 +15,7 @@ import sys
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError, TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
     ClusterEditor,
     paused_marker,
@@ -105,6 +106,28 @@ def provider_config_changes(desired_manifest, live_providers):
     return changed
 
 
+A_PROVIDER_HASH = "tensor-fusion.ai/provider-config-hash"
+
+
+def wait_providers_processed(kube, names, before, deadline):
+    """Watch the changed ProviderConfigs until the operator has recorded their new spec (its
+    provider-config-hash annotation moves) and so has put the new revision on the pools: a pool
+    resumed earlier would start a campaign that the revision then restarts from batch 0."""
+    watcher = ObjectWatcher(kube, kube.resource(PROVIDER_KIND, group=GROUP))
+    watcher.start()
+
+    def processed(objects):
+        waiting = [n for n in names if ((objects.get((None, n)) or {}).get("metadata", {}).get(
+            "annotations") or {}).get(A_PROVIDER_HASH) == before.get(n)]
+        return not waiting, "the operator has not yet taken the new spec of ProviderConfig %s" % ", ".join(waiting)
+    watcher.wait(processed, deadline)
+
+
+def provider_hashes(providers):
+    return dict((name, ((pc.get("metadata") or {}).get("annotations") or {}).get(A_PROVIDER_HASH))
+                for name, pc in providers.items())
+
+
 def vendor_of(spec_template):
     return (((spec_template or {}).get("nodeManagerConfig") or {}).get("defaultVendor") or "NVIDIA")
 
@@ -131,7 +154,8 @@ def live_providers(kube):
         if exc.status == 404:
             return {}
         raise
-    return dict((item["metadata"]["name"], {"spec": item.get("spec")}) for item in items)
+    return dict((item["metadata"]["name"], {"metadata": {"annotations": (item["metadata"].get(
+        "annotations") or {})}, "spec": item.get("spec")}) for item in items)
 
 
 def live_clusters(kube):

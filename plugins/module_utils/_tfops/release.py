@@ -11,8 +11,8 @@ import json
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import pool_keeper, redact
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, pool_keeper, redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, WaitTimeout
 
 UPGRADE_STATES = ("deployed",)
 
@@ -232,6 +232,7 @@ class ReleaseTask:
         self._exists_cache = {}
         self.warnings = []
         self.keeper = pool_keeper.PoolKeeper(kube, helm.temp_dir, helm.major, params.get("keep_pools", True))
+        self.held, self._providers, self._providers_before = [], {}, {}
         self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],
                        "helm_version": helmcli.version_text(helm.version), "command": None,
                        "recovered": None}
@@ -367,6 +368,7 @@ class ReleaseTask:
             self._keep_pools()  # the post-renderer carries the pools as they are now: held
         applied = from_dry_run(self._write(args + self.keeper.flags() + ["-o", "json"]))
         self.on_secret(secrets_in(applied))
+        self._after_providers_changed()
         after, _history = self._current()
         self.result.update(status=after["status"], revision_after=after["revision"],
                            chart=after["chart"], chart_version=after["chart_version"],
@@ -386,15 +388,34 @@ class ReleaseTask:
         if not self.keeper.enabled:
             return []
         pool_changes = self.keeper.changes((current or {}).get("manifest"))
-        providers = pool_keeper.provider_config_changes(desired.get("manifest"),
-                                                        pool_keeper.live_providers(self.kube))
-        held = pool_keeper.entries_to_hold(self.keeper.live, providers.values())
+        held = self._providers_held(desired.get("manifest"))
         for cluster, entry in held:
             item = pool_changes.setdefault(cluster, {}).setdefault(entry, {}).setdefault("hypervisor", {})
-            item["provider_config_changed"] = sorted(providers)
-        self.result.update(chart_pool_changes=pool_changes, held_for_provider_configs=[
-            "%s/%s" % (cluster, entry) for cluster, entry in held])
+            item["provider_config_changed"] = sorted(self._providers)
+        self.result["chart_pool_changes"] = pool_changes
         return held
+
+    def _providers_held(self, manifest):
+        """The pools a ProviderConfig change in ``manifest`` would start rolling at once."""
+        live = pool_keeper.live_providers(self.kube)
+        self._providers = pool_keeper.provider_config_changes(manifest, live)
+        self._providers_before = pool_keeper.provider_hashes(live)
+        held = pool_keeper.entries_to_hold(self.keeper.live, self._providers.values())
+        self.held = held
+        self.result["held_for_provider_configs"] = ["%s/%s" % (c, e) for c, e in held]
+        return held
+
+    def _after_providers_changed(self):
+        """Return only once the operator has taken the new ProviderConfigs (see
+        pool_keeper.wait_providers_processed); a warning if it has not within the deadline."""
+        if not getattr(self, "_providers", None):
+            return
+        try:
+            pool_keeper.wait_providers_processed(self.kube, sorted(self._providers),
+                                                 self._providers_before, self.deadline)
+        except WaitTimeout as exc:
+            self.warnings.append("%s: the held pools may roll twice when the pools step resumes them"
+                                 % exc.msg)
 
     def rolled_back(self, revision, expect=None):
         """Roll back to ``revision``; ``expect`` (from a bundle) is what that revision must hold."""
@@ -429,8 +450,9 @@ class ReleaseTask:
             self.result.update(status=current["status"], revision_after=current["revision"])
             return self.result
         blockers = rollback_blockers(current["manifest"], target["manifest"], self.exists)
-        if blockers or current["status"] == "failed":
-            self._rerender(revision, target, blockers, current["status"])
+        keep = self._keeps_pools_of(target["manifest"])
+        if blockers or current["status"] == "failed" or keep:
+            self._rerender(revision, target, blockers, current["status"], keep)
         else:
             self.result["method"] = "rollback"
             seconds = self._seconds()
@@ -441,7 +463,16 @@ class ReleaseTask:
         self.result.update(status=after["status"], revision_after=after["revision"])
         return self.result
 
-    def _rerender(self, revision, target, blockers, current_status):
+    def _keeps_pools_of(self, manifest):
+        """Whether ``manifest`` renders a TensorFusionCluster that is live: then helm rollback, which
+        cannot post-render, would put that revision's pools back and start rolling them at once."""
+        if not self.keeper.enabled:
+            return False
+        self._keep_pools()
+        return any(chart_pools.is_cluster(doc) and chart_pools._name(doc) in self.keeper.live
+                   for doc in pool_keeper._documents(manifest))
+
+    def _rerender(self, revision, target, blockers, current_status, keep=False):
         """helm rollback fails on an object that the target revision rendered and the current one
         did not (the chart renders it only while absent, through lookup, and keeps it): its
         three-way merge has no original for it. And from a failed revision (such as that failed
@@ -461,13 +492,23 @@ class ReleaseTask:
                     revision, self._why(blockers, current_status), exc.msg))
         args += [a for a in self._flags(helmcli.UPGRADE) if a not in args]
         self.result["method"] = "upgrade-to-stored-chart"
-        self.warnings.append("helm rollback to revision %s cannot do it (%s); upgraded to revision "
-                             "%s's stored chart and values instead" % (
-                                 revision, self._why(blockers, current_status), revision))
+        if blockers or current_status == "failed":
+            self.warnings.append("helm rollback to revision %s cannot do it (%s); upgraded to revision "
+                                 "%s's stored chart and values instead" % (
+                                     revision, self._why(blockers, current_status), revision))
+        if keep:
+            # The revision's chart and values, rendered with the live pools kept: the pools go back
+            # through the componentConfig restore (in the window, watched), not through helm.
+            if self._providers_held(target["manifest"]):
+                pool_keeper.hold(self.kube, self.held)
+            self._keep_pools()
+            args += self.keeper.flags()
         seconds = self._seconds()
         full = args + write_args(dict(params, atomic=False), self.helm.version, seconds)
         self.result["command"] = self.helm.shown(full)
         self.helm.run(full, timeout=int(seconds) + 60)
+        if keep:
+            self._after_providers_changed()
 
     @staticmethod
     def _why(blockers, current_status):

@@ -15,7 +15,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
     ClusterEditor,
     PoolObserver,
     RolloutWait,
+    paused_marker,
     start_watch,
+    with_paused_marker,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshots import unmask_like
 
@@ -46,10 +48,15 @@ def plan_cluster(saved_tfc, current_tfc):
     return plans
 
 
-def _set_component_config(pool_name, component_config):
+def _set_component_config(pool_name, component_config, resume=False):
     def transform(tfc):
         index = rollout.find_pool_index(tfc, pool_name)
-        tfc["spec"]["gpuPools"][index]["specTemplate"]["componentConfig"] = copy.deepcopy(component_config)
+        template = tfc["spec"]["gpuPools"][index]["specTemplate"]
+        template["componentConfig"] = copy.deepcopy(component_config)
+        if resume:  # the hold of the chart step ends with this write
+            tfc["spec"]["gpuPools"][index]["specTemplate"] = rollout.set_auto_update(template, ["hypervisor"], True)
+            marker = [c for c in paused_marker(tfc).get(pool_name, []) if c != "hypervisor"]
+            tfc = with_paused_marker(tfc, pool_name, marker)
         return tfc
     return transform
 
@@ -60,13 +67,15 @@ class ComponentConfigRestore:
     campaign the helm rollback itself starts is seen), ``finish()`` after it (write what still
     differs, then the guarded wait)."""
 
-    def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600):
+    def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600,
+                 namespace=None):
         self.kube = kube
         self.clusters = clusters
         self.check_mode = check_mode
         self.wait = wait
         self.deadline = deadline
         self.stall_timeout = stall_timeout
+        self.namespace = namespace  # the release's, where the operator runs its hypervisor Pods
         self.warnings = []
         self.plans = []
 
@@ -89,9 +98,32 @@ class ComponentConfigRestore:
                 self.plans.append(plan)
         return self.plans
 
+    def resume_held(self, held):
+        """The pools [(cluster, entry)] whose hypervisors the chart step held for a ProviderConfig
+        change: the restore's write (componentConfig, if it differs, and the flag back on) resumes
+        each, and its campaign is waited for like a restored one."""
+        for cluster, entry in held:
+            plan = next((p for p in self.plans if p["editor"].name == cluster and p["pool"] == entry), None)
+            editor = plan["editor"] if plan else ClusterEditor(self.kube, cluster)
+            current = editor.read()
+            index = rollout.find_pool_index(current, entry)
+            if plan is None:
+                config = (current["spec"]["gpuPools"][index]["specTemplate"].get("componentConfig") or {})
+                plan = {"editor": editor, "pool": entry, "before": config, "after": config,
+                        "changed": [], "gpupool": rollout.gpupool_name(current, index), "waits": [],
+                        "watcher": None, "trackers": []}
+                self.plans.append(plan)
+            plan["resume"] = True
+            plan["changed"] = sorted(set(plan["changed"]) | {"hypervisor"})
+            if not self.check_mode and self.wait:
+                plan["waits"], plan["watcher"], plan["trackers"] = [], None, []
+                self._start_wait(plan, current)
+
     def _start_wait(self, plan, tfc):
-        observer = PoolObserver(self.kube, plan["gpupool"])
+        observer = PoolObserver(self.kube, plan["gpupool"], self.namespace)
         spec = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+        if plan.get("resume"):
+            spec = rollout.set_auto_update(spec, ["hypervisor"], True)
         for comp in plan["changed"]:
             if not rollout.auto_update(spec, comp):
                 self.warnings.append("%s: autoUpdate is false on pool %s; the restored %s "
@@ -123,8 +155,8 @@ class ComponentConfigRestore:
             return item
         tfc = editor.read()
         live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, pool)]["specTemplate"]
-        if (live.get("componentConfig") or {}) != plan["after"]:
-            editor.update(_set_component_config(pool, plan["after"]))
+        if (live.get("componentConfig") or {}) != plan["after"] or plan.get("resume"):
+            editor.update(_set_component_config(pool, plan["after"], plan.get("resume")))
             item["written"] = True
         if plan["waits"]:
             item["timeline"], item["superseded"] = self._wait(editor, plan)

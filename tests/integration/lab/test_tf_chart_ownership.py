@@ -92,6 +92,25 @@ def test_the_new_charts_images_roll_once_in_the_pools_step(tf_lab, tfx, runbook,
     assert min(campaigns.values()) >= step_started(record, "pools"), "a node rolled before the pools step"
     assert {p.spec.containers[0].image for p in tfx.hv_pods().values()} == {HV + "2.15.0"}
 
+    # The rollback runbook: the older chart re-rendered with the live pools kept, the snapshot's
+    # componentConfig restored (the older ProviderConfig holds the hypervisors first): one campaign.
+    back = time.time()
+    run = run_playbook("tensorfusion.ops.rollback", dict(runbook, tfops_snapshot=record["snapshot"]["path"],
+                                                        tfops_helm_binary=str(paths.helm_binary(helm_major))),
+                       timeout=900)
+    assert run.rc == 0, run.stdout[-3000:]
+    restored = run.task_results("Roll the chart and the pools back to the snapshot")
+    assert restored["chart_version"] == tf.V1 and restored["method"] == "upgrade-to-stored-chart"
+    assert restored["held_for_provider_configs"] == ["tensor-fusion/shared"]
+    template = live_template(tfx)
+    assert template["componentConfig"]["hypervisor"]["image"] == HV + "2.14.0"
+    assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 20
+    assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is True
+    assert not (tfx.tfc()["metadata"].get("annotations") or {}).get("ops.tensor-fusion.ai/paused")
+    campaigns = campaigns_since(tf_lab, back)
+    assert len(campaigns) == 1, campaigns
+    assert {p.spec.containers[0].image for p in tfx.hv_pods().values()} == {HV + "2.14.0"}
+
 
 def test_a_hand_set_policy_and_the_runs_image_survive_this_and_the_next_chart_upgrade(tf_lab, tfx, runbook):
     """(b, c) A pool set by hand to 50 % and its own image, then the upgrade with an image: the
