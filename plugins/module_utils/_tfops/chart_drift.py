@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import decode_release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.redact import value_hash
 
@@ -28,11 +29,8 @@ except ImportError:  # ansible-core depends on PyYAML; rendered_clusters reports
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
-# Written by the chart step's post-renderer (chart_pools.CHART_POOLS, kept in step by hand: this
-# module must not depend on the post-renderer's program file): the release's manifest then holds
-# the live pools, so nothing revertible is left to compare, and the annotation holds what the
-# chart itself rendered ({entry name: specTemplate}).
-CHART_POOLS = "ops.tensor-fusion.ai/chart-pools"
+# Written by the chart step's post-renderer (chart_pools.py).
+CHART_POOLS = chart_pools.CHART_POOLS
 
 # The compared fields of a pool entry's specTemplate: (path, kind, value when the field is absent
 # but its parent object is present (the CRD default the API server fills in), value when the
