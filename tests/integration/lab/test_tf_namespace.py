@@ -2,6 +2,9 @@
 TensorFusion into its own namespace, where the operator puts its hypervisor Pods (upstream's
 OPERATOR_NAMESPACE), and gpupool_rollout follows them there. Also the hash rules as the operator
 applies them: a change of template metadata alone is written, but rolls nothing."""
+import json
+import uuid
+
 from ..ansible_runner import run_playbook
 from .conftest import NS
 
@@ -57,3 +60,43 @@ def test_template_metadata_alone_is_written_but_rolls_nothing(tf_lab, tfx):
     assert not (pool["metadata"].get("annotations") or {}).get(
         "tensor-fusion.ai/hypervisor-update-in-progress")
     assert {name: pod.metadata.uid for name, pod in tfx.hv_pods().items()} == uids
+
+
+def test_a_secret_rotation_for_the_hypervisors_in_the_release_namespace(tf_lab, tfx):
+    """secret_rotate in place for a Secret the hypervisor template uses, all in the release's own
+    namespace: the hypervisor Pods there roll onto the new version and are verified; discovery finds
+    the pool component because TensorFusion's controller runs in that namespace."""
+    name = "pull-" + uuid.uuid4().hex[:5]
+    tfx.core.create_namespaced_secret(NS, {"metadata": {"name": name}, "type": "Opaque",
+                                           "stringData": {"token": "old-" + uuid.uuid4().hex}})
+    before = tfx.tfc()["spec"]["gpuPools"][0]
+    try:
+        template = before["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
+        template = json.loads(json.dumps(template))
+        template["template"]["spec"]["imagePullSecrets"] = [{"name": name}]
+        run, res = rollout(tf_lab, components={"hypervisor": {"pod_template": template}},
+                           rolling_update={"auto_update_hypervisor": True, "batch_percentage": 50})
+        assert run.rc == 0, res.get("msg")
+        new_value = "new-" + uuid.uuid4().hex
+        run = run_playbook("secret_rotate.yml", {"lab_kubeconfig": tf_lab["kubeconfig"], "sr_name": name,
+                                                 "sr_namespace": NS, "sr_strategy": "in_place",
+                                                 "sr_string_data": {"token": new_value}})
+        res = run.task_results("Rotate")
+        assert run.rc == 0, res.get("msg")
+        assert {"kind": "TensorFusionCluster", "name": "tensor-fusion", "pool": "shared",
+                "component": "hypervisor"} in res["consumers"]
+        assert [s["step"] for s in res["steps"]][-2:] == ["roll", "verify"]
+        version = tfx.core.read_namespaced_secret(name, NS).metadata
+        want = "%s:%s" % (version.uid, version.resource_version)
+        env_name = "TFOPS_SECRET_VERSION_" + name.upper().replace("-", "_")
+        pods = tfx.hv_pods().values()
+        assert pods and all({(e.name, e.value) for e in p.spec.containers[0].env or []} >= {(env_name, want)}
+                            for p in pods)
+        assert new_value not in run.stdout + run.stderr
+    finally:
+        cluster = tfx.tfc()
+        cluster["spec"]["gpuPools"][0] = before
+        tfx.co.replace_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion", cluster)
+        for secret in tfx.core.list_namespaced_secret(NS).items:
+            if secret.metadata.name.startswith(name):
+                tfx.core.delete_namespaced_secret(secret.metadata.name, NS)
