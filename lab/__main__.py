@@ -29,6 +29,10 @@ def main(argv=None) -> int:
                       help="release (and operator) namespace of TensorFusion "
                            "(default: tensor-fusion-sys)")
     sub.add_parser("down", help="stop exactly the processes this lab started; remove its state")
+    p_out = sub.add_parser("outage", help="stop kube-apiserver (or etcd) for some seconds, then "
+                                          "start it again with the same flags")
+    p_out.add_argument("--seconds", type=float, default=5.0)
+    p_out.add_argument("--component", default="kube-apiserver", choices=["kube-apiserver", "etcd"])
     sub.add_parser("status", help="print the lab's state as JSON")
     sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
     args = parser.parse_args(argv)
@@ -46,6 +50,8 @@ def main(argv=None) -> int:
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
         elif args.cmd == "down":
             cluster.down(args.state)
+        elif args.cmd == "outage":
+            cluster.outage(args.state, args.seconds, args.component)
         elif args.cmd == "status":
             info = cluster.status(args.state)
             print(json.dumps(info, indent=2))

@@ -231,9 +231,11 @@ def status(state_dir: Path) -> Dict:
             "processes": procs_alive, "apiserver_ready": ready}
 
 
-def restart_process(state_dir: Path, name: str) -> Dict:
+def restart_process(state_dir: Path, name: str, down_seconds: float = 0.0) -> Dict:
     """Stop one of the lab's processes and start it again with the same command line, as a
-    crash-and-restart of that component would (tests use it on kube-apiserver)."""
+    crash-and-restart of that component would (tests use it on kube-apiserver); with
+    ``down_seconds``, it stays stopped that long first (clients meanwhile see their connections
+    refused: an outage, not just a restart)."""
     state_dir = Path(state_dir).resolve()
     state = load_state(state_dir)
     if not state:
@@ -241,6 +243,7 @@ def restart_process(state_dir: Path, name: str) -> Dict:
     for index, rec in enumerate(state["processes"]):
         if rec["name"] == name:
             procs.stop(rec)
+            time.sleep(max(0.0, down_seconds))  # the outage itself: nothing is listening
             new = procs.spawn(name, rec["argv"], state_dir / "logs",
                               env={**os.environ, **rec.get("env_extra", {})})
             state["processes"][index] = new
@@ -250,6 +253,20 @@ def restart_process(state_dir: Path, name: str) -> Dict:
                           state, time.monotonic() + 180)
             return new
     raise LabError(f"the lab has no process named {name}")
+
+
+def outage(state_dir: Path, seconds: float, component: str = "kube-apiserver") -> None:
+    """An outage of ``seconds`` of kube-apiserver (or etcd): stopped, then started again with the
+    same flags. The operator double is restarted after an API server outage, as its Deployment
+    would restart a crashed operator."""
+    if component not in ("kube-apiserver", "etcd"):
+        raise LabError(f"an outage is of kube-apiserver or etcd, not {component}")
+    restart_process(state_dir, component, down_seconds=seconds)
+    if component == "kube-apiserver":
+        state = load_state(Path(state_dir).resolve())
+        if any(r["name"] == "tf-operator" for r in state["processes"]):
+            from . import tensorfusion as tf
+            tf.start_operator(state)
 
 
 def restart_api_server(state_dir: Path) -> None:

@@ -313,7 +313,7 @@ def rollout_pool(module):
     params["components"] = _prune(params["components"]) or {}
     params["rolling_update"] = _prune(params["rolling_update"]) or {}
     deadline = validate(params)
-    with tfmodule.connected(module) as kube:
+    with tfmodule.connected(module, deadline) as kube:
         task = RolloutTask(kube, params, module.check_mode, deadline)
         result = task.run()
     tfmodule.warn_all(module, task.warnings)

@@ -276,7 +276,7 @@ def rotate(module):
     validate(module.params)
     deadline = deadline_from(module.params)
     helm = None
-    with tfmodule.connected(module) as kube:
+    with tfmodule.connected(module, deadline) as kube:
         try:
             if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import open_helm

@@ -113,7 +113,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_arg
 
 def accept(module):
     deadline = deadline_from(dict(module.params, wait=True))
-    with tfmodule.connected(module) as kube:
+    with tfmodule.connected(module, deadline) as kube:
         result = run_acceptance(kube, module.params, module.check_mode, deadline)
     result["api_server"] = kube.server
     if not result["passed"] and not module.check_mode:

@@ -169,7 +169,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads 
 def restart_workloads(module):
     params = module.params
     deadline = deadline_from(params)
-    with tfmodule.connected(module) as kube:
+    with tfmodule.connected(module, deadline) as kube:
         restarter = Restarter(kube, params["kind"])
         after = parse_time(params["restarted_after"]) if params["restarted_after"] else None
         secret = None

@@ -26,6 +26,10 @@ GROUP = "tensor-fusion.ai"
 OPERATOR_NAMESPACE = "tensor-fusion-sys"
 
 
+# Stuck nodes whose Events a diagnosis looks up (one list of Warning Events serves them all).
+MAX_DIAGNOSED = 10
+
+
 class Stalled(TfopsError):
     """Progress did not move for stall_timeout: something (a node, a Pod) is stuck."""
 
@@ -151,12 +155,40 @@ class PoolObserver:
                          if (n.get("status") or {}).get("phase") != "Running")
         pods = self.hypervisor_pods()
         problems = pod_problems(pods)
+        with_pod = set(p["spec"].get("nodeName") for p in pods if not p["metadata"].get("deletionTimestamp"))
+        no_pod = [n for n in pending if n not in with_pod]
         restarts = ["%s restarted %d times" % (p["metadata"]["name"], sum(
             c.get("restartCount", 0) for c in (p.get("status") or {}).get("containerStatuses") or []))
             for p in pods if any(c.get("restartCount", 0) > 0
                                  for c in (p.get("status") or {}).get("containerStatuses") or [])]
         return {"pending_nodes": pending, "total_nodes": len(nodes),
-                "hypervisor_pods_not_ready": problems, "hypervisor_restarts": restarts}
+                "hypervisor_pods_not_ready": problems, "hypervisor_restarts": restarts,
+                "nodes_without_hypervisor_pod": no_pod,
+                "warning_events": self._warning_events(pending[:MAX_DIAGNOSED])}
+
+    def _warning_events(self, node_names):
+        """{GPUNode: [newest Warning Events of it and of its hypervisor Pod]}: the operator says
+        why it cannot create a Pod (an API refusal, a bad image) there, not in the pool status."""
+        if not node_names:
+            return {}
+        wanted = set(node_names) | set("hypervisor-%s" % n for n in node_names)
+        try:
+            events = list(list_pages(self.kube, self.kube.resource("Event", api_version="v1"),
+                                     field_selector="type=Warning"))
+        except ApiError:
+            return {}  # a diagnosis is best effort: the stall itself is the error
+        found = {}
+        for event in events:
+            name = (event.get("involvedObject") or {}).get("name")
+            if name not in wanted:
+                continue
+            node = name[len("hypervisor-"):] if name.startswith("hypervisor-") and name not in node_names else name
+            when = event.get("lastTimestamp") or event.get("eventTime") or \
+                (event.get("metadata") or {}).get("creationTimestamp") or ""
+            found.setdefault(node, []).append((when, "%s %s: %s" % (
+                (event.get("involvedObject") or {}).get("kind"), event.get("reason"), event.get("message"))))
+        return dict((node, [text for _when, text in sorted(items, reverse=True)[:3]])
+                    for node, items in found.items())
 
     def node_counts(self, image=None):
         return count_nodes(self.gpunodes(), self.hypervisor_pods(), image)
@@ -176,6 +208,10 @@ def describe_diagnosis(diag):
     parts = []
     if diag["pending_nodes"]:
         parts.append("GPUNodes not Running: %s" % ", ".join(diag["pending_nodes"][:20]))
+    if diag.get("nodes_without_hypervisor_pod"):
+        parts.append("no hypervisor Pod exists on %s" % ", ".join(diag["nodes_without_hypervisor_pod"][:20]))
+    for node, events in sorted((diag.get("warning_events") or {}).items()):
+        parts.append("%s: %s" % (node, "; ".join(events)))
     if diag["hypervisor_pods_not_ready"]:
         parts.append("hypervisor Pods not Ready: %s" % "; ".join(diag["hypervisor_pods_not_ready"][:20]))
     if diag["hypervisor_restarts"]:

@@ -129,6 +129,7 @@ def run_release(module, deadline):
     helm, server = open_helm(module)
     with helm:
         kube = _connect(module)
+        kube.retry_deadline = deadline if deadline.bounded else None
         try:
             task = ReleaseTask(helm, params, module.check_mode, module._diff, deadline,
                                _on_secret(module), kube)

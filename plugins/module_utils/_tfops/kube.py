@@ -12,6 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth impor
     build_api_client,
     require_kubernetes,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
     Forbidden,
@@ -49,6 +50,23 @@ def api_error(exc, verb, resource):
                     resource=resource)
 
 
+def refused(exc):
+    """The connection was refused: the request was never sent (safe to send again)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError) or "Connection refused" in str(exc):
+            return True
+        exc = getattr(exc, "reason", None) or exc.__cause__ or exc.__context__
+    return False
+
+
+def unreachable(server, verb, resource_desc, exc):
+    return ApiError("cannot reach the API server %s to %s %s: %s" % (server, verb, resource_desc, exc),
+                    verb=verb, resource=resource_desc, api_server=server, unreachable=True,
+                    refused=refused(exc))
+
+
 class Kube:
     """One cluster connection for the length of a module run."""
 
@@ -57,6 +75,12 @@ class Kube:
         self.api_client, self.server = build_api_client(auth)
         self._dynamic = None
         self.requests = 0  # raw list pages fetched (the benchmarks report it)
+        # Set by a task: until then a failed request fails at once; after, it is retried
+        # (retry.py) until this deadline. ``written``: a write went through (honest ``changed``
+        # also when the task then fails).
+        self.retry_deadline = None
+        self.outages = retry.Outages()
+        self.written = False
 
     @property
     def dynamic(self):
@@ -84,15 +108,28 @@ class Kube:
             raise api_error(exc, "discover", kind)
 
     def call(self, verb, resource_desc, fn, *args, **kwargs):
-        """Run one API call, translating its failure (connection failures included)."""
-        try:
-            return fn(*args, **kwargs)
-        except (ApiException, DynamicApiError) as exc:
-            raise api_error(exc, verb, resource_desc)
-        except (Urllib3Error, OSError) as exc:
-            raise ApiError("cannot reach the API server %s to %s %s: %s" % (
-                self.server, verb, resource_desc, exc), verb=verb, resource=resource_desc,
-                api_server=self.server)
+        """Run one API call, translating its failure (connection failures included); with a
+        ``retry_deadline``, a failure that can heal is retried until then (retry.py)."""
+        backoff = retry.Backoff()
+        while True:
+            try:
+                result = fn(*args, **kwargs)
+            except (ApiException, DynamicApiError) as exc:
+                error = api_error(exc, verb, resource_desc)
+                again = retry.retriable(verb, status=error.status)
+            except (Urllib3Error, OSError) as exc:
+                error = unreachable(self.server, verb, resource_desc, exc)
+                again = retry.retriable(verb, unreachable=True, refused=error.details["refused"])
+            else:
+                self.outages.recovered()
+                if not retry.is_read(verb):
+                    self.written = True
+                return result
+            if not again or self.retry_deadline is None:
+                raise error
+            self.outages.failed(error)
+            if not retry.pause(self.retry_deadline, backoff):
+                raise error
 
     def close(self):
         self.api_client.close()

@@ -49,15 +49,25 @@ def connect(module):
 
 
 @contextlib.contextmanager
-def connected(module):
+def connected(module, deadline=None):
     """``with connected(module) as kube:`` - the connection is closed however the block ends, a
-    typed failure names the API server, and ``kube.server`` stays readable after it for the result."""
+    typed failure names the API server and says whether anything was written, the outages ridden
+    out become warnings, and ``kube.server`` stays readable after it for the result. With a
+    ``deadline``, every request that fails in a way that can heal is retried until then."""
     kube = connect(module)
+    kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
     try:
         yield kube
     except TfopsError as exc:
         exc.details.setdefault("api_server", kube.server)
+        # changed is true whenever anything was written, also when the task then fails.
+        exc.details["changed"] = bool(exc.details.get("changed")) or kube.written
+        outages = kube.outages.warnings()
+        if outages:
+            exc.details.setdefault("warnings", []).extend(outages)
         raise
+    else:
+        warn_all(module, kube.outages.warnings())
     finally:
         kube.close()
 

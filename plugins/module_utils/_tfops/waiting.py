@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+    ApiError,
     InvalidInput,
     WaitTimeout,
 )
@@ -104,7 +106,7 @@ class ObjectWatcher:
         if self.resource_version is None:
             self.relist()
         last_list = time.monotonic()
-        backoff = 0.5
+        backoff = retry.Backoff()
         done, detail = self._check(check, on_change)
         while not done:
             if deadline.expired():
@@ -120,28 +122,39 @@ class ObjectWatcher:
                             break
                 finally:
                     stream.close()
-                backoff = 0.5
-            except (ApiException, DynamicApiError) as exc:
-                if getattr(exc, "status", None) not in (410, 500, 502, 503, 504):
-                    raise api_error(exc, "watch", self.resource.name)
-                self.resource_version = None
-            except _CONNECTION_ERRORS:
-                # The API server went away (restart, failover): back off, then resume.
-                sleep_until(deadline, backoff)
-                backoff = min(backoff * 2, 5.0)
-                self.resource_version = None
+                backoff.reset()
+                self.kube.outages.recovered()
+            except (ApiException, DynamicApiError, ApiError) as exc:
+                status = getattr(exc, "status", None)
+                if status == 410:  # the resourceVersion expired: start again from a list
+                    self.resource_version = None
+                elif retry.retriable("watch", status=status):
+                    self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
+                else:
+                    raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
+            except _CONNECTION_ERRORS as exc:
+                # The API server went away (restart, failover): back off, then resume the watch
+                # from the last resourceVersion (a 410 then says to list again).
+                self._outage(exc, deadline, backoff)
             if done:
                 break
-            # A watch resumes from the last resourceVersion; a periodic re-list (resync) guards
-            # against an event lost by a proxy, at a cost that does not grow with events.
+            # A periodic re-list (resync) guards against an event lost by a proxy, at a cost that
+            # does not grow with events.
             if self.resource_version is None or time.monotonic() - last_list > RESYNC_SECONDS:
                 try:
                     self.relist()
                     last_list = time.monotonic()
-                except _CONNECTION_ERRORS:
+                except ApiError as exc:
+                    if not (exc.details.get("unreachable") or retry.retriable("list", status=exc.status)):
+                        raise
+                    self._outage(exc, deadline, backoff)
                     continue
             done, detail = self._check(check, on_change)
         return detail
+
+    def _outage(self, exc, deadline, backoff):
+        self.kube.outages.failed(exc)
+        retry.pause(deadline, backoff)
 
     start = relist
 

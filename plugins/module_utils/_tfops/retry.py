@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one retry policy of the collection: what may be tried again (an API server that restarts,
+fails over or sheds load), how long to back off (capped exponential, with jitter, never past the
+deadline), and a record of the outages ridden out, for the task's warnings.
+
+Only the deadline, or an error that cannot heal (401, 403, 404, 409, 422, ...), ends a retry. A
+write is tried again only when it cannot have been applied (the connection was refused, or the
+server answered 429 or 503 without processing it); every write of this collection that changes
+an object carries its resourceVersion, so a retried update cannot overwrite a newer one."""
+
+from __future__ import annotations
+
+import random
+import time
+
+READS = ("get", "list", "watch", "discover", "read")
+# 500/502/504 may come after a write was applied; a read is always safe to repeat.
+READ_STATUSES = (429, 500, 502, 503, 504)
+WRITE_STATUSES = (429, 503)
+CAP_SECONDS = 5.0
+
+
+def is_read(verb):
+    return (verb or "").split()[0] in READS
+
+
+def retriable(verb, status=None, unreachable=False, refused=False):
+    """Whether a failed request may be sent again."""
+    if unreachable:
+        return is_read(verb) or refused
+    return status in (READ_STATUSES if is_read(verb) else WRITE_STATUSES)
+
+
+class Backoff:
+    """Capped exponential backoff with full jitter: 0.5 s, 1 s, 2 s, ... up to ``cap``."""
+
+    def __init__(self, base=0.5, cap=CAP_SECONDS, rand=random.random):
+        self.base, self.cap, self.rand, self.attempt = base, cap, rand, 0
+
+    def next(self):
+        ceiling = min(self.cap, self.base * (2 ** self.attempt))
+        self.attempt += 1
+        return ceiling * (0.5 + 0.5 * self.rand())
+
+    def reset(self):
+        self.attempt = 0
+
+
+class Outages:
+    """The stretches of time during which the API server could not be used, as seen by retries."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.spans = []   # [started, ended, failures, last error]
+        self._open = None
+
+    def failed(self, error):
+        now = self.clock()
+        if self._open is None:
+            self._open = [now, now, 0, ""]
+        self._open[1] = now
+        self._open[2] += 1
+        self._open[3] = str(error)
+
+    def recovered(self):
+        if self._open is not None:
+            self._open[1] = self.clock()
+            self.spans.append(self._open)
+            self._open = None
+
+    def warnings(self):
+        out = []
+        for started, ended, failures, error in self.spans + ([self._open] if self._open else []):
+            out.append("the API server could not be used for %.0fs (%d failed requests, retried; "
+                       "last: %s)" % (max(0.0, ended - started), failures, error))
+        return out
+
+
+def pause(deadline, backoff):
+    """Sleep the next backoff step, never past the deadline; False when the deadline is gone."""
+    if deadline is None or deadline.expired():
+        return False
+    time.sleep(min(backoff.next(), deadline.remaining()))
+    return not deadline.expired()
