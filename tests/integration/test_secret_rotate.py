@@ -200,11 +200,12 @@ def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab,
 def _tf_pod(ns, name):
     """A TensorFusion-enabled Pod: the webhook gives the pool a TensorFusionWorkload, which is
     what a worker campaign works on."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "namespace": ns, "labels": {"tensor-fusion.ai/enabled": "true"},
-        "annotations": {"tensor-fusion.ai/tflops-request": "5", "tensor-fusion.ai/vram-request": "1Gi",
-                        "tensor-fusion.ai/gpupool": "%s-%s" % (TFC, POOL)}},
-        "spec": {"containers": [{"name": "app", "image": "busybox"}]}}
+    annotations = {"tensor-fusion.ai/tflops-request": "5", "tensor-fusion.ai/vram-request": "1Gi",
+                   "tensor-fusion.ai/gpupool": "%s-%s" % (TFC, POOL)}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"tensor-fusion.ai/enabled": "true"},
+                         "annotations": annotations},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]}}
 
 
 def test_in_place_rotation_rolls_hypervisor_and_worker_templates_and_is_verified(lab, api_client, ns):

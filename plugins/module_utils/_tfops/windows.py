@@ -47,7 +47,6 @@ MAX_FIRES = 20000
 DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
-
 class OutsideWindow(TfopsError):
     """Now is not inside the maintenance window (or too close to its end to start work)."""
 
