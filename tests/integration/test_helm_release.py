@@ -127,8 +127,11 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     info = run.task_results("Info")
     assert [b["path"] for b in info["bundles"]] == [bundle] and info["bundles"][0]["usable"]
 
+    # keep_pools off: these upgrades revert the hand-made pool (as helm alone does), so that the
+    # rollback to the snapshot has a componentConfig to bring back.
     cn = {"chart_repo_url": repo, "values_files": [repo + "/values-cn.yaml"],
-          "set_values": [{"value": "agent.agentId=", "value_type": "string"}], **NO_OPENAPI}
+          "set_values": [{"value": "agent.agentId=", "value_type": "string"}], "keep_pools": False,
+          **NO_OPENAPI}
     # Version 1 with the mainland-China values and local mode.
     run, res = release(lab, helm, chart_version=V1, **cn)
     assert run.rc == 0, res
