@@ -210,15 +210,24 @@ def build_record(params, ended):
     return record
 
 
+def chart_versions(record):
+    """" (chart 1.8.6 -> 1.8.7)", " (chart 1.8.7)" or "" (a runbook that read no release)."""
+    before = record["versions"]["before"].get("chart_version")
+    after = record["versions"]["after"].get("chart_version")
+    if not before and not after:
+        return ""
+    if before == after or not after:
+        return " (chart %s)" % before
+    return " (chart %s -> %s)" % (before or "none", after)
+
+
 def summary_line(record):
-    before = record["versions"]["before"].get("chart_version") or "?"
-    after = record["versions"]["after"].get("chart_version") or "?"
     text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
             "rolled_back": "failed, rolled back to the snapshot and verified",
             "rollback_failed": "the rollback failed: see the error and the steps",
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
             "failed": "failed before any change"}[record["status"]]
-    return "%s%s on %s: %s (chart %s -> %s) in %ss" % (
+    return "%s%s on %s: %s%s in %ss" % (
         "check mode, nothing written - " if record.get("check_mode") else "",
-        record["playbook"], record["host"], text, before, after, int(record["seconds"]))
+        record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]))

@@ -164,3 +164,13 @@ def test_files_are_0600_in_a_0700_folder(tmp_path):
 def test_a_check_mode_run_says_so():
     rec = report.build_record(upgrade_params(check_run=True), "2026-11-29T02:01:30Z")
     assert rec["check_mode"] and report.summary_line(rec).startswith("check mode, nothing written - upgrade on lab")
+
+
+def test_the_summary_names_only_the_chart_versions_it_knows():
+    def rec(before, after):
+        return {"versions": {"before": {"chart_version": before}, "after": {"chart_version": after}},
+                "status": "unchanged", "playbook": "precheck", "host": "lab", "seconds": 3, "paused_pools": []}
+    assert report.summary_line(rec(None, None)) == "precheck on lab: nothing changed in 3s"
+    assert report.summary_line(rec("1.8.7", "1.8.7")) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
+    assert report.summary_line(rec("1.8.7", None)) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
+    assert report.summary_line(rec("1.8.6", "1.8.7")).endswith("(chart 1.8.6 -> 1.8.7) in 3s")
