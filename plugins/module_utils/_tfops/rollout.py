@@ -12,7 +12,7 @@ import copy
 import math
 import re
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import durations
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
     TfopsError,
@@ -32,17 +32,10 @@ AUTO_FLAG = {"hypervisor": "autoUpdateHypervisor", "worker": "autoUpdateWorker",
 # The operator re-checks no faster than this between batches (PendingRequeueDuration upstream).
 MIN_BATCH_GAP = 3.0
 
-# snake_case task option -> componentConfig field, per component
-FIELDS = {
-    "hypervisor": {"image": "image", "vector_image": "vectorImage", "port_number": "portNumber",
-                   "enable_vector": "enableVector", "pod_template": "podTemplate"},
-    "worker": {"image": "image", "pod_template": "podTemplate"},
-    "client": {"image": "image", "operator_endpoint": "operatorEndpoint",
-               "remote_mode_image": "remoteModeImage", "embedded_mode_image": "embeddedModeImage",
-               "patch_to_pod": "patchToPod", "patch_to_container": "patchToContainer",
-               "patch_to_embedded_worker_container": "patchToEmbeddedWorkerContainer",
-               "patch_embedded_worker_to_pod": "patchEmbeddedWorkerToPod"},
-}
+# snake_case task option -> componentConfig field, per component (defined once, in chart_pools,
+# which must stay free of the collection's other modules: it also runs as helm's post-renderer).
+FIELDS = dict((component, dict((option, field) for field, option in options.items()))
+              for component, options in chart_pools.COMPONENT_OPTIONS.items())
 POLICY_FIELDS = {"auto_update_hypervisor": "autoUpdateHypervisor",
                  "auto_update_worker": "autoUpdateWorker", "auto_update_client": "autoUpdateClient",
                  "batch_percentage": "batchPercentage", "batch_interval": "batchInterval"}
