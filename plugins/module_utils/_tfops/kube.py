@@ -53,11 +53,13 @@ def api_error(exc, verb, resource):
 def refused(exc):
     """The connection was refused: the request was never sent (safe to send again)."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
+    while isinstance(exc, BaseException) and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, ConnectionRefusedError) or "Connection refused" in str(exc):
             return True
-        exc = getattr(exc, "reason", None) or exc.__cause__ or exc.__context__
+        # urllib3 keeps the cause in .reason (an exception; ssl.SSLError's .reason is a string)
+        reason = getattr(exc, "reason", None)
+        exc = reason if isinstance(reason, BaseException) else (exc.__cause__ or exc.__context__)
     return False
 
 

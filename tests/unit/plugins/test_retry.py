@@ -1,0 +1,49 @@
+"""The retry policy without a cluster: what may be sent again, the backoff, the outage record."""
+import ssl
+
+from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import kube, retry
+
+
+def test_reads_heal_writes_only_when_never_applied():
+    assert retry.retriable("get", status=503) and retry.retriable("list", status=500)
+    assert retry.retriable("watch", unreachable=True)
+    assert not retry.retriable("get", status=404) and not retry.retriable("list", status=403)
+    assert retry.retriable("replace", status=429) and retry.retriable("patch", status=503)
+    assert not retry.retriable("replace", status=500), "a 500 may come after the write was applied"
+    assert not retry.retriable("create", unreachable=True), "a reset connection may have carried it"
+    assert retry.retriable("create", unreachable=True, refused=True)
+    assert not retry.retriable("update", status=409) and not retry.retriable("create", status=422)
+
+
+def test_backoff_is_capped_exponential_with_jitter():
+    backoff = retry.Backoff(base=0.5, cap=5.0, rand=lambda: 1.0)
+    assert [backoff.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    low = retry.Backoff(base=0.5, cap=5.0, rand=lambda: 0.0)
+    assert low.next() == 0.25
+    backoff.reset()
+    assert backoff.next() == 0.5
+
+
+def test_outages_become_one_warning_each():
+    now = [100.0]
+    outages = retry.Outages(clock=lambda: now[0])
+    outages.failed("refused")
+    now[0] = 105.0
+    outages.failed("refused again")
+    outages.recovered()
+    assert outages.warnings() == ["the API server could not be used for 5s (2 failed requests, retried; "
+                                  "last: refused again)"]
+
+
+def test_refused_follows_urllib3_causes_and_stops_at_strings():
+    refused = MaxRetryError(None, "/", NewConnectionError(None, "Failed to establish a new connection: "
+                                                              "[Errno 111] Connection refused"))
+    assert kube.refused(refused)
+    cause = ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED]")
+    cause.reason = "CERTIFICATE_VERIFY_FAILED"  # a string, as the ssl module sets it
+    tls = SSLError(cause)
+    tls.__cause__ = cause
+    assert not kube.refused(MaxRetryError(None, "/", tls))
+    assert not kube.refused(OSError("reset by peer"))
