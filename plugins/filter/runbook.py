@@ -90,7 +90,7 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
         if not isinstance(item, dict) or not (item.get("pool") or item.get("name")):
             raise AnsibleFilterError("each pool needs a name (or pool), not %r" % (item,))
         from_chart = chart.get(_chart_item_for(chart, item) or "", {}).get("components") or {}
-        unknown = set(item) - set(["name", "pool", "cluster", "components", "rolling_update"])
+        unknown = set(item) - set(["name", "pool", "cluster", "components", "rolling_update", "record_only"])
         if unknown:
             raise AnsibleFilterError("pool %s: unknown keys %s (name, cluster, components, rolling_update)" % (
                 item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
@@ -102,19 +102,19 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
         rolling = dict(policy)
         chart_item = chart.get(_chart_item_for(chart, item) or "", {})
         user_set = _merge(flat, item.get("components"))
+        # The chart's change of a component the pool does not roll is recorded, not rolled, as a
+        # chart upgrade would do; what the user sets for it rolls as usual.
+        record_only = [c for c in chart_item.get("frozen") or [] if not (user_set.get(c) or {})]
         if auto_update:
             for comp in COMPONENTS:
-                if (components.get(comp) or {}).get("image"):
+                if (components.get(comp) or {}).get("image") and comp not in record_only:
                     rolling["auto_update_%s" % comp] = True
-        for comp in chart_item.get("frozen") or []:
-            # The chart's change of a component the pool does not roll is recorded, not rolled,
-            # as a chart upgrade would; what the user sets for it rolls as usual.
-            if not (user_set.get(comp) or {}):
-                rolling["auto_update_%s" % comp] = False
         rolling.update(item.get("rolling_update") or {})
         entry = {"pool": item.get("pool") or item.get("name"), "components": components, "rolling_update": rolling}
         if item.get("cluster"):
             entry["cluster"] = item["cluster"]
+        if record_only or item.get("record_only"):
+            entry["record_only"] = sorted(set(record_only) | set(item.get("record_only") or []))
         out.append(entry)
     return out
 

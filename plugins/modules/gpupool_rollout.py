@@ -29,6 +29,18 @@ options:
     description:
       - Name of the TensorFusionCluster. Found automatically when exactly one exists.
     type: str
+  record_only:
+    description:
+      - Components whose change is written but not rolled, because their C(autoUpdate*) flag is
+        false - what a chart upgrade does for a component the pool does not roll (Pods created
+        later get it). Without it such a change is refused, as the operator would never roll it.
+      - The upgrade runbook passes the components of the new chart's pool changes that the pool
+        does not roll.
+    type: list
+    elements: str
+    choices: [hypervisor, worker, client]
+    default: []
+    version_added: 0.2.0
   namespace:
     description:
       - The namespace of TensorFusion's Helm release, which is the operator's own namespace
@@ -325,6 +337,8 @@ def main():
     module = tfmodule.new_module(
         dict(cluster=dict(type="str"),
              namespace=dict(type="str", default="tensor-fusion-sys"),
+             record_only=dict(type="list", elements="str", default=[],
+                              choices=["hypervisor", "worker", "client"]),
              pool=dict(type="str", required=True),
              components=dict(type="dict", options=COMPONENT_OPTIONS),
              rolling_update=_dict(auto_update_hypervisor=dict(type="bool"),

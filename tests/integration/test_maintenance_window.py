@@ -103,7 +103,7 @@ def test_check_mode_runs_fully():
 
 @pytest.mark.parametrize("extra,message", [
     ({"window_cron": ["0 2 * *"], "window_duration": "1h"}, "has 4 fields"),
-    ({"window_cron": ["0 2 * * *"], "window_duration": "1 hour"}, "duration: '1 hour' is not a duration"),
+    ({"window_cron": ["0 2 * * *"], "window_duration": "1 hour"}, "duration: '1 hour' is not a Go duration"),
     ({"window_cron": ["0 2 * * *"], "window_duration": "1h", "window_timezone": "Europe/Paris_"},
      "unknown time zone 'Europe/Paris_'"),
     ({"window_start": "2026-11-30T04:00:00Z", "window_end": "2026-11-30T02:00:00Z"}, "not after its start"),

@@ -62,8 +62,7 @@ def _plan(params, template, marker, change=None):
     resume = [c for c in marker if policy.get("auto_update_%s" % c) is None]
     new = rollout.set_auto_update(new, resume, True) if resume else new
     changed = rollout.hash_changed_components(template, new)
-    rollout.refuse_frozen(changed, new, [c for c in rollout.COMPONENTS
-                                         if policy.get("auto_update_%s" % c) is False])
+    rollout.refuse_frozen(changed, new, params.get("record_only") or [])
     # Every pause of ours ends here: resumed above, or its flag set by the task itself.
     return new, changed, []
 

@@ -184,6 +184,17 @@ def comparable(doc):
     return doc
 
 
+def without_pools(doc):
+    """A TensorFusionCluster without its pools and the record of them: how a rollback that keeps
+    the live pools compares revisions (the pools come back through the componentConfig restore)."""
+    doc = comparable(doc)
+    if chart_pools.is_cluster(doc):
+        doc = copy.deepcopy(doc)
+        doc.get("spec", {}).pop("gpuPools", None)
+        ((doc.get("metadata") or {}).get("annotations") or {}).pop(chart_pools.CHART_POOLS, None)
+    return doc
+
+
 def _documents(manifest):
     if not manifest or not chart_pools.HAS_YAML:
         return []

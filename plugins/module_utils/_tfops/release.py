@@ -103,9 +103,9 @@ def write_args(params, version, seconds):
     return args
 
 
-def _objects_by_key(manifest):
+def _objects_by_key(manifest, normalize=pool_keeper.comparable):
     objects = {}
-    for doc in map(pool_keeper.comparable, redact.parse_manifest(manifest)):
+    for doc in map(normalize, redact.parse_manifest(manifest)):
         meta = doc.get("metadata") or {}
         objects[(doc.get("apiVersion"), doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
     return objects
@@ -125,10 +125,12 @@ def kept_one_sided(before, after):
     return [k for k in set(b) ^ set(a) if _kept(b.get(k) or a.get(k))]
 
 
-def same_manifest(before, after, exists=None):
+def same_manifest(before, after, exists=None, ignore_pools=False):
     """Rendered manifests equal as objects (document order and formatting aside). A kept object
-    that only one side renders does not count when ``exists(key)`` says it is in the cluster."""
-    b, a = _objects_by_key(before or ""), _objects_by_key(after or "")
+    that only one side renders does not count when ``exists(key)`` says it is in the cluster.
+    ``ignore_pools``: the TensorFusionClusters' pools are not compared (kept live)."""
+    normalize = pool_keeper.without_pools if ignore_pools else pool_keeper.comparable
+    b, a = _objects_by_key(before or "", normalize), _objects_by_key(after or "", normalize)
     if exists is not None:
         for key in kept_one_sided(before, after):
             if exists(key):
@@ -144,7 +146,7 @@ def rollback_blockers(current_manifest, target_manifest, exists):
     return sorted((k for k in set(tgt) - set(cur) if exists(k)), key=str)
 
 
-def changes(deployed, desired, exists=None):
+def changes(deployed, desired, exists=None, ignore_pools=False):
     """What differs between a deployed revision and a desired one: a list of reasons."""
     reasons = []
     if deployed is None:
@@ -157,7 +159,7 @@ def changes(deployed, desired, exists=None):
                                                  desired.get("chart"), desired.get("chart_version")))
     if (deployed.get("values") or {}) != (desired.get("values") or {}):
         reasons.append("values differ")
-    if not same_manifest(deployed.get("manifest"), desired.get("manifest"), exists):
+    if not same_manifest(deployed.get("manifest"), desired.get("manifest"), exists, ignore_pools):
         reasons.append("rendered manifest differs")
     return reasons
 
@@ -435,7 +437,8 @@ class ReleaseTask:
         self.on_secret(secrets_in(target))
         if expect is not None:
             expect(target)
-        reasons = changes(current, target, self.exists)
+        keep = self._keeps_pools_of(target["manifest"])
+        reasons = changes(current, target, self.exists, ignore_pools=keep)
         self.result.update(changed=bool(reasons), reasons=reasons, target_revision=revision,
                            chart=target["chart"], chart_version=target["chart_version"],
                            app_version=target["app_version"])
@@ -450,7 +453,6 @@ class ReleaseTask:
             self.result.update(status=current["status"], revision_after=current["revision"])
             return self.result
         blockers = rollback_blockers(current["manifest"], target["manifest"], self.exists)
-        keep = self._keeps_pools_of(target["manifest"])
         if blockers or current["status"] == "failed" or keep:
             self._rerender(revision, target, blockers, current["status"], keep)
         else:

@@ -230,8 +230,8 @@ def hash_changed_components(old, new, isolation_policy=ISOLATION_DYNAMIC):
 
 def refuse_frozen(changed, new_spec, deliberate=()):
     """A changed component whose autoUpdate is false never rolls: say so before writing, unless
-    the task turned the flag off itself (``deliberate``): then the change is only recorded, as a
-    chart upgrade records a new image for a component it does not roll."""
+    the task asks for that (``deliberate``, its record_only): then the change is only recorded, as
+    a chart upgrade records a new image for a component the pool does not roll."""
     frozen = [c for c in changed if not auto_update(new_spec, c) and c not in deliberate]
     if frozen:
         raise InvalidInput(

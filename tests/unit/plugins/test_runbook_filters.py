@@ -62,3 +62,15 @@ def test_chart_changes_become_pool_updates_under_the_users_settings():
     assert out == [{"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
                     "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": False}}]
     assert pool_updates([], chart_changes={"tensor-fusion": {"big": {"worker": {"pod_template_changed": True}}}}) == []
+
+
+def test_chart_changes_of_components_the_pool_does_not_roll_are_recorded_only():
+    chart = {"tensor-fusion": {"shared": {"hypervisor": {"image": "hv:chart", "auto_update": True},
+                                          "worker": {"image": "wk:chart", "auto_update": False}}}}
+    [item] = pool_updates([], chart_changes=chart)
+    assert item["components"] == {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}}
+    assert item["record_only"] == ["worker"]
+    assert item["rolling_update"] == {"auto_update_hypervisor": True}, "the worker's flag stays as it is"
+    # What the user sets for that component rolls as usual.
+    [item] = pool_updates([], all_pools=["tensor-fusion-shared"], worker_image="wk:user", chart_changes=chart)
+    assert "record_only" not in item and item["rolling_update"]["auto_update_worker"] is True
