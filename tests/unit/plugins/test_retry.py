@@ -19,7 +19,7 @@ def test_reads_heal_writes_only_when_never_applied():
 
 def test_backoff_is_capped_exponential_with_jitter():
     backoff = retry.Backoff(base=0.5, cap=5.0, rand=lambda: 1.0)
-    assert [backoff.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert [backoff.next() for attempt in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
     low = retry.Backoff(base=0.5, cap=5.0, rand=lambda: 0.0)
     assert low.next() == 0.25
     backoff.reset()
@@ -38,8 +38,8 @@ def test_outages_become_one_warning_each():
 
 
 def test_refused_follows_urllib3_causes_and_stops_at_strings():
-    refused = MaxRetryError(None, "/", NewConnectionError(None, "Failed to establish a new connection: "
-                                                              "[Errno 111] Connection refused"))
+    message = "Failed to establish a new connection: [Errno 111] Connection refused"
+    refused = MaxRetryError(None, "/", NewConnectionError(None, message))
     assert kube.refused(refused)
     cause = ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED]")
     cause.reason = "CERTIFICATE_VERIFY_FAILED"  # a string, as the ssl module sets it
