@@ -58,7 +58,7 @@ def is_cluster(doc):
         str(doc.get("apiVersion", "")).startswith("tensor-fusion.ai/")
 
 
-def _name(doc):
+def object_name(doc):
     return (doc.get("metadata") or {}).get("name")
 
 
@@ -135,12 +135,12 @@ def post_render(manifest_text, live_clusters):
             doc = yaml.safe_load(chunk) if chunk.strip() else None
         except yaml.YAMLError:
             doc = None
-        if is_cluster(doc) and _name(doc) in live_clusters:
-            chart[_name(doc)] = rendered_pools(doc)
-            chunk = "\n" + yaml.safe_dump(carry_live(doc, live_clusters[_name(doc)]),
+        if is_cluster(doc) and object_name(doc) in live_clusters:
+            chart[object_name(doc)] = rendered_pools(doc)
+            chunk = "\n" + yaml.safe_dump(carry_live(doc, live_clusters[object_name(doc)]),
                                           sort_keys=False)
         elif is_cluster(doc):
-            chart[_name(doc)] = rendered_pools(doc)
+            chart[object_name(doc)] = rendered_pools(doc)
         out.append(chunk)
     return "---".join(out), chart
 

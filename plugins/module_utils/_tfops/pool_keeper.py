@@ -69,7 +69,7 @@ class PoolKeeper:
         the pools than the previous chart step did, for the pools step to roll."""
         if not self.enabled:
             return {}
-        previous = dict((chart_pools._name(doc), doc) for doc in _documents(current_manifest)
+        previous = dict((chart_pools.object_name(doc), doc) for doc in documents(current_manifest)
                         if chart_pools.is_cluster(doc))
         out = {}
         for cluster, rendered in sorted(self.chart_rendering().items()):
@@ -96,10 +96,10 @@ def provider_config_changes(desired_manifest, live_providers):
     """{ProviderConfig name: vendor} whose spec the new rendering changes. Upstream rolls every
     hypervisor of that vendor on such a change (its revision enters the hypervisor hash)."""
     changed = {}
-    for doc in _documents(desired_manifest):
+    for doc in documents(desired_manifest):
         if doc.get("kind") != PROVIDER_KIND or not str(doc.get("apiVersion", "")).startswith(GROUP):
             continue
-        name = chart_pools._name(doc)
+        name = chart_pools.object_name(doc)
         live = live_providers.get(name)
         if live is not None and live.get("spec") != doc.get("spec"):
             changed[name] = ((doc.get("spec") or {}).get("vendor") or "")
@@ -195,7 +195,7 @@ def without_pools(doc):
     return doc
 
 
-def _documents(manifest):
+def documents(manifest):
     if not manifest or not chart_pools.HAS_YAML:
         return []
     try:

@@ -471,8 +471,8 @@ class ReleaseTask:
         if not self.keeper.enabled:
             return False
         self._keep_pools()
-        return any(chart_pools.is_cluster(doc) and chart_pools._name(doc) in self.keeper.live
-                   for doc in pool_keeper._documents(manifest))
+        return any(chart_pools.is_cluster(doc) and chart_pools.object_name(doc) in self.keeper.live
+                   for doc in pool_keeper.documents(manifest))
 
     def _rerender(self, revision, target, blockers, current_status, keep=False):
         """helm rollback fails on an object that the target revision rendered and the current one
