@@ -61,6 +61,35 @@ class Knobs:
         return self.slow.get(node, self.slow.get("*", 0.0))
 
 
+def containers_running(pod) -> bool:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return bool(statuses) and all("running" in (s.get("state") or {}) for s in statuses)
+
+
+def controller_identity(pods, namespace):
+    """(active, operator version, isolation policy) from the controller Deployment's Pods.
+
+    The newest Ready Pod speaks for the operator; without one, the newest Pod whose containers
+    still run does: the node controller clears a Pod's Ready condition when its node misses
+    heartbeats (an API server outage longer than the lease), yet the operator process goes on, as
+    upstream's does. Flipping to "no version" there would change every hypervisor hash and start
+    a bogus campaign mid-rollout. Only a stopped or deleted Pod pauses the double."""
+    mine = [p for p in pods if c.labels(p).get(c.L_COMPONENT) == "operator"
+            and c.meta(p).get("namespace") == namespace and not c.deleting(p)]
+    speaking = [p for p in mine if c.pod_ready(p)] or [p for p in mine if containers_running(p)]
+    if not speaking:
+        return False, "", "static"
+    newest = max(speaking, key=lambda p: c.meta(p).get("creationTimestamp") or "")
+    version, policy = "", "static"
+    for ctr in (newest.get("spec") or {}).get("containers") or []:
+        if ctr.get("name") == "controller":
+            image = ctr.get("image") or ""
+            version = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else image
+            env = {e.get("name"): e.get("value") for e in ctr.get("env") or []}
+            policy = (env.get("TF_ISOLATION_MODE_POLICY") or "static").lower()
+    return True, version, policy
+
+
 class Operator:
     def __init__(self, workers: int, gpus_per_node: int, namespace: str = c.DEFAULT_NAMESPACE):
         self.store = Store()
@@ -159,24 +188,14 @@ class Operator:
 
     # ---------------------------------------------------------------- activity
     def refresh_activity(self):
-        ready = [p for p in self.store.values("pod") if c.labels(p).get(c.L_COMPONENT) == "operator"
-                 and c.meta(p).get("namespace") == self.ns and c.pod_ready(p)
-                 and not c.deleting(p)]
-        version, policy = "", "static"
-        if ready:
-            newest = max(ready, key=lambda p: c.meta(p).get("creationTimestamp") or "")
-            for ctr in (newest.get("spec") or {}).get("containers") or []:
-                if ctr.get("name") == "controller":
-                    image = ctr.get("image") or ""
-                    version = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else image
-                    env = {e.get("name"): e.get("value") for e in ctr.get("env") or []}
-                    policy = (env.get("TF_ISOLATION_MODE_POLICY") or "static").lower()
-        active = bool(ready)
+        active, version, policy = controller_identity(self.store.values("pod"), self.ns)
+        if not active:  # nothing runs: keep the last version and policy for when it comes back
+            version, policy = self.ctl.operator_version, self.ctl.isolation_policy
         if (active, version, policy) != (self.active, self.ctl.operator_version,
                                          self.ctl.isolation_policy):
             log.info("controller Deployment %s; operator version %r, isolation policy %s",
-                     "has a Ready Pod: acting" if active else "has no Ready Pod: paused", version,
-                     policy)
+                     "has a running Pod: acting" if active else "has no running Pod: paused",
+                     version, policy)
             self.ctl.operator_version = version
             self.ctl.isolation_policy = policy
             self.active = active

@@ -68,6 +68,19 @@ options:
         lock of a run that died). A warning names the holder.
     type: bool
     default: false
+  retry_timeout:
+    description:
+      - Seconds during which a request that fails in a way that can heal (the API server refuses
+        connections or resets them while it restarts, answers 429 or 5xx) is tried again, with
+        capped exponential backoff; each outage ridden out becomes a warning.
+      - V(0) (the default) fails at the first such error, which is right for taking the lock at the
+        start of a run. The runbooks retry the renewal before a rollback and the release at the
+        end, so that a short outage neither starts a rollback against an absent API server nor
+        leaves the lock held.
+      - A write is sent again only when it cannot have been applied; every write carries the
+        Lease's C(resourceVersion), so a retry never overwrites someone else's lock.
+    type: int
+    default: 0
 extends_documentation_fragment:
   - tensorfusion.ops.auth
 attributes:
@@ -218,6 +231,7 @@ api_server:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 
@@ -226,7 +240,10 @@ def change_lock(module):
     me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id())
     if params["ttl"] < 1:
         raise InvalidInput("ttl must be at least 1 second")
-    with tfmodule.connected(module) as kube:
+    if params["retry_timeout"] < 0:
+        raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
+                           "not %d" % params["retry_timeout"])
+    with tfmodule.connected(module, Deadline(timeout=params["retry_timeout"] or None)) as kube:
         lock = locks.LeaseLock(kube, params["namespace"], params["name"])
         if params["state"] == "acquired":
             result = lock.acquire(me, params["ttl"], check_mode=module.check_mode)
@@ -247,7 +264,8 @@ def main():
              purpose=dict(type="str", default="maintenance"),
              holder=dict(type="str"),
              ttl=dict(type="int", default=1800),
-             force=dict(type="bool", default=False)),
+             force=dict(type="bool", default=False),
+             retry_timeout=dict(type="int", default=0)),
         supports_check_mode=True)
     tfmodule.run(module, change_lock)
 

@@ -50,7 +50,13 @@ options:
       - The registered result (or list of results) of each step, by step name. The V(precheck) and
         V(verify) results are those of M(tensorfusion.ops.tf_cluster_info); V(pools) those of
         M(tensorfusion.ops.gpupool_rollout); V(upgrade) and V(rollback) those of
-        M(tensorfusion.ops.helm_release).
+        M(tensorfusion.ops.helm_release); V(lock) the M(tensorfusion.ops.maintenance_lock) result
+        that took the lock and V(unlock) the one that released it (left out for a report written
+        before the release).
+      - A step counts as a change of the cluster when any of its results says C(changed), also
+        one that then failed.
+      - The warnings of every result (an API server outage ridden out, a lock taken over) are kept
+        in the record's C(warnings), with their step.
     type: dict
     default: {}
   snapshot:
@@ -59,7 +65,11 @@ options:
         M(tensorfusion.ops.helm_snapshot_info) bundle entry.
     type: dict
   error:
-    description: The failure that ended the run - C(step), C(task) and C(msg).
+    description:
+      - The failure that ended the run - C(step), C(task) and C(msg); C(failed_steps), every step
+        that failed; C(step_errors), the message of each failed step by name (for a step whose
+        failing task registered no result of the step's, such as the lock renewal before a
+        rollback).
     type: dict
   check_run:
     description:
@@ -104,7 +114,8 @@ RETURN = r"""
 status:
   description:
     - The outcome - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
-      V(resumable) (a deadline paused pools mid-rollout) or V(failed) (before any change).
+      V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback; the record's
+      C(changed) says whether anything had been written).
   returned: always
   type: str
   sample: succeeded
@@ -140,7 +151,10 @@ files:
   elements: str
   sample: [/home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z/report.html]
 record:
-  description: The JSON record.
+  description:
+    - The JSON record. Besides the steps, versions, pools and findings it holds C(warnings) (each
+      C({step, msg})) and C(lock) - whether this run held the maintenance lock, whether it was
+      released and, when not, C(held_until), the time it expires by itself.
   returned: always
   type: dict
 """

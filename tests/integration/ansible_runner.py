@@ -28,9 +28,29 @@ class PlaybookRun:
         return found[-1]
 
 
-def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True, timeout=600):
-    """ansible-playbook with the json callback; K8S_AUTH_* from the caller's env are dropped
-    unless the test passes them, so each test controls its auth exactly."""
+class BackgroundRun:
+    """An ansible-playbook started with start_playbook(); finish() waits for it (bounded) and
+    returns its PlaybookRun."""
+
+    def __init__(self, proc, results_file):
+        self.proc, self.results_file = proc, results_file
+
+    def finish(self, timeout=600):
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        try:
+            return PlaybookRun(subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err),
+                               self.results_file)
+        finally:
+            os.unlink(self.results_file)
+
+
+def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True):
+    """ansible-playbook with the json callback, in the background; K8S_AUTH_* from the caller's
+    env are dropped unless the test passes them, so each test controls its auth exactly."""
     base = {k: v for k, v in os.environ.items()
             if not (clean_auth_env and k.startswith("K8S_AUTH_"))}
     results = tempfile.NamedTemporaryFile(prefix="tfops-results-", suffix=".json", delete=False)
@@ -46,8 +66,10 @@ def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=Tr
     cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", target, *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=base, timeout=timeout, check=False)
-        return PlaybookRun(proc, results.name)
-    finally:
-        os.unlink(results.name)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)
+    return BackgroundRun(proc, results.name)
+
+
+def run_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True, timeout=600):
+    """start_playbook(), then wait for it (at most ``timeout`` seconds)."""
+    return start_playbook(playbook, extra_vars, env, args, clean_auth_env).finish(timeout)

@@ -1,28 +1,66 @@
 """Wait (watching, with a deadline) until the session lab's TensorFusion is back to a steady,
 healthy state: tests that judge health must not see the aftermath of a test before them."""
 import contextlib
+import json
 import time
 
 from kubernetes import client, watch
 
+from lab.tensorfusion import hashes
+from lab.tensorfusion.controllers import A_REVISIONS, go_struct
+from lab.tensorfusion.operator import controller_identity
+from lab.tensorfusion.rollout import COMPONENTS, annotation_keys
+
 GROUP, VERSION = "tensor-fusion.ai", "v1"
+NS = "tensor-fusion-sys"
+
+
+def _campaigns_unsettled(api_client, tfcs, pools):
+    """A campaign still running (Running pools roll too), a TensorFusionCluster change the double
+    has not copied to its pool yet, or a hypervisor configuration whose new hash the double has
+    not picked up yet (a pool without nodes never writes one): the aftermath of a test that changed
+    a pool, a restore in its finally or a chart upgrade that re-rendered the pool."""
+    raw = client.CoreV1Api(api_client).list_namespaced_pod(
+        NS, label_selector="tensor-fusion.ai/component=operator", _preload_content=False)
+    active, version, policy = controller_identity(json.loads(raw.data)["items"], NS)
+    templates = {f"{t['metadata']['name']}-{gp.get('name', '')}": gp.get("specTemplate") or {}
+                 for t in tfcs for gp in (t.get("spec") or {}).get("gpuPools") or []}
+    problems = []
+    for pool in pools:
+        name, spec = pool["metadata"]["name"], pool.get("spec") or {}
+        annotations = pool["metadata"].get("annotations") or {}
+        components = (pool.get("status") or {}).get("componentStatus") or {}
+        if name in templates and go_struct(spec) != go_struct(templates[name]):
+            problems.append(f"GPUPool {name} behind its TensorFusionCluster")
+        for comp in COMPONENTS:
+            if annotations.get(annotation_keys(comp)[0]) and not components.get(f"{comp}ConfigSynced"):
+                problems.append(f"GPUPool {name} {comp} campaign at "
+                                f"{components.get(f'{comp}UpdateProgress') or 0}%")
+        has_nodes = int((pool.get("status") or {}).get("totalNodes") or 0) > 0
+        if active and has_nodes and components.get("hypervisor") != hashes.hypervisor_pool_hash(
+                spec, annotations.get(A_REVISIONS, ""), version, policy):
+            problems.append(f"GPUPool {name} hypervisor hash not yet recomputed")
+    return problems
 
 
 def _unsettled(api_client):
     co = client.CustomObjectsApi(api_client)
     problems = []
-    for tfc in co.list_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters")["items"]:
+    tfcs = co.list_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters")["items"]
+    for tfc in tfcs:
         phase = (tfc.get("status") or {}).get("phase")
         if tfc["metadata"].get("deletionTimestamp") or phase != "Running":
             problems.append(f"TensorFusionCluster {tfc['metadata']['name']} {phase}")
-    for pool in co.list_cluster_custom_object(GROUP, VERSION, "gpupools")["items"]:
+    pools = co.list_cluster_custom_object(GROUP, VERSION, "gpupools")["items"]
+    for pool in pools:
         if (pool.get("status") or {}).get("phase") != "Running":
             problems.append(f"GPUPool {pool['metadata']['name']} {(pool.get('status') or {}).get('phase')}")
     for node in co.list_cluster_custom_object(GROUP, VERSION, "gpunodes")["items"]:
         if (node.get("status") or {}).get("phase") != "Running":
             problems.append(f"GPUNode {node['metadata']['name']} {(node.get('status') or {}).get('phase')}")
+    problems += _campaigns_unsettled(api_client, tfcs, pools)
     apps = client.AppsV1Api(api_client)
-    for dep in apps.list_namespaced_deployment("tensor-fusion-sys").items:
+    for dep in apps.list_namespaced_deployment(NS).items:
         if (dep.status.available_replicas or 0) < (dep.spec.replicas or 0):
             problems.append(f"Deployment {dep.metadata.name} not available")
     return problems
@@ -34,9 +72,10 @@ def settle(api_client, timeout=180):
     co = client.CustomObjectsApi(api_client)
     problems = _unsettled(api_client)
     while problems and time.monotonic() < deadline:
-        # Any change of a pool or cluster is a reason to look again; the watch bounds the pause.
+        # Any change of a pool (a campaign's batches, its node counts) is a reason to look again;
+        # the watch bounds the pause.
         w = watch.Watch()
-        for _event in w.stream(co.list_cluster_custom_object, GROUP, VERSION, "gpunodes",
+        for _event in w.stream(co.list_cluster_custom_object, GROUP, VERSION, "gpupools",
                                timeout_seconds=max(1, min(5, int(deadline - time.monotonic())))):
             w.stop()
         problems = _unsettled(api_client)

@@ -119,6 +119,11 @@ def test_precheck_without_one_rule_fails_clearly_and_reads_only(lab, api_client,
         "tfops_kubeconfig": kubeconfig, "tfops_artifacts_dir": str(tmp_path / "artifacts2")})
     assert_forbidden_before_any_change(run, api_client, before, "list secrets in %s" % NS)
     assert "Gather the health picture" not in run.stdout, "the precheck never started"
+    # The preflight is the run's first step: its failure is reported like any other.
+    report, = (tmp_path / "artifacts2").rglob("report.json")
+    record = json.loads(report.read_text())
+    assert record["status"] == "failed" and record["error"]["step"] == "preflight"
+    assert record["error"]["msg"].startswith("forbidden: list secrets")
 
 
 @pytest.mark.parametrize("runbook, rbac, drop, text", [

@@ -6,6 +6,7 @@ back to chart 1.8.6 and its original images."""
 import json
 import re
 import stat
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from kubernetes.client.rest import ApiException
 from lab import cluster
 from lab import tensorfusion as tf
 
-from .ansible_runner import run_playbook
+from .ansible_runner import run_playbook, start_playbook
 from .settle import settle
+from .test_gpupool_rollout import _progress_at_least, _wait_pool
 
 NS, RELEASE, LEASE = "tensor-fusion-sys", "tensor-fusion-sys", "tensorfusion-ops-maintenance"
 HV = "tensorfusion/tensor-fusion-hypervisor:"
@@ -124,8 +126,8 @@ def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
     assert rep["status"] == "succeeded" and rec["changed"]
     assert (rec["versions"]["before"]["chart_version"], rec["versions"]["after"]["chart_version"]) == (V1, V2)
     assert rec["versions"]["after"]["pools"]["tensor-fusion-shared"]["hypervisor"] == HV + "2.17.0"
-    assert [s["name"] for s in rec["steps"]] == ["lock", "window", "precheck", "snapshot", "upgrade", "pools",
-                                                 "verify", "unlock", "report"]
+    assert [s["name"] for s in rec["steps"]] == ["preflight", "lock", "window", "precheck", "snapshot", "upgrade",
+                                                 "pools", "verify", "unlock", "report"]
     pool, = rec["pools"]
     assert pool["components"]["hypervisor"]["progress"] == 100 and pool["timeline"] and pool["gpupool"]
     assert re.search(r"tensor-fusion-shared: hypervisor \d+%, nodes \d+/10 updated, at ", run.stdout)
@@ -171,6 +173,83 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     assert lease_holder(api_client) is None
     check_files(rep)
     assert "rolled back to the snapshot" in run.stdout
+    settle(api_client)
+
+
+@pytest.mark.parametrize("seconds", [5, 30])
+def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client, seconds):
+    """kube-apiserver stopped for 5 s and for 30 s while upgrade.yml follows the pool's rollout:
+    the run succeeds with one write of the pool, its report says changed and records the outage as
+    a warning of the pools step, and the lock is given back."""
+    tf.set_knobs(api_client, batchGapFloorSeconds=4)
+    generation = tfc_spec(api_client)["metadata"]["generation"]
+    image = HV + "2.17.%d" % seconds
+    try:
+        job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):]))
+        try:
+            _wait_pool(api_client, _progress_at_least(20), timeout=300)
+            cluster.outage(lab["state_dir"], seconds)
+        finally:
+            run = job.finish(timeout=900)
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=1)
+    assert run.rc == 0, run.stdout[-3000:]
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "succeeded" and rec["changed"] is True
+    assert [w for w in rec["warnings"] if w["step"] == "pools" and "could not be used for" in w["msg"]], rec["warnings"]
+    assert "could not be used for" in Path(rep["dir"], "report.html").read_text()
+    assert tfc_spec(api_client)["metadata"]["generation"] == generation + 1, "one write of the pool"
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == image
+    assert rec["lock"]["released"] is True and lease_holder(api_client) is None
+    settle(api_client)
+
+
+def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client):
+    """The API server goes away just before the window's end and stays away: the pools step fails
+    at the deadline; the rollback is not started against an absent API server (it waits for it
+    for the rollback timeout, then gives up); the report is written before the lock's release,
+    which is retried and fails; the report says rollback_failed, that the cluster changed, and
+    until when the lock stays held."""
+    core = client.CoreV1Api(api_client)
+    revisions = len(core.list_namespaced_secret(NS, label_selector=f"owner=helm,name={RELEASE}").items)
+    tf.set_knobs(api_client, slowNodes="*=30")
+    end = datetime.now(timezone.utc) + timedelta(seconds=int(2 * STATE.get("before_pools", 120)) + 60)
+    extra = upgrade_vars(rb, "2.17.77", tfops_batch_percentage=10, tfops_window_safety_margin="1s",
+                         tfops_window_start=(end - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         tfops_window_end=end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         tfops_rollback_timeout=20, tfops_unlock_timeout=5)
+    try:
+        job = start_playbook("tensorfusion.ops.upgrade", extra)
+        try:
+            _wait_pool(api_client, _progress_at_least(10), timeout=int(2 * STATE.get("before_pools", 120)) + 60)
+            time.sleep(max(0.0, (end - datetime.now(timezone.utc)).total_seconds() - 10))
+            assert job.proc.poll() is None, "the run ended before the window did"
+            cluster.outage(lab["state_dir"], 75)  # past the deadline, the rollback wait and the release
+        finally:
+            run = job.finish(timeout=600)
+    finally:
+        tf.set_knobs(api_client, slowNodes=None)
+    assert run.rc != 0
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "rollback_failed" and rec["changed"] is True, rec
+    assert "cannot reach the API server" in rec["error"]["msg"] and rec["error"]["step"] == "pools"
+    rollback, = [s for s in rec["steps"] if s["name"] == "rollback"]
+    assert rollback["status"] == "failed" and "cannot reach the API server" in rollback["msg"]
+    assert rollback["seconds"] >= 18, "it waited for the API server for the rollback timeout"
+    assert rec["rollback"]["msg"] == rollback["msg"]
+    assert len(core.list_namespaced_secret(NS, label_selector=f"owner=helm,name={RELEASE}").items) == revisions, \
+        "no helm rollback was started"
+    lock = rec["lock"]
+    assert lock["held_by_this_run"] and lock["released"] is False and lock["held_until"], lock
+    assert "stays held until %s" % lock["held_until"] in rep["summary"]
+    assert lease_holder(api_client) == lock["holder"]
+    assert [w for w in rec["warnings"] if "could not be used for" in w["msg"]], rec["warnings"]
+    # Clear the lock the run left, as a person would (with force: the holder is the run's).
+    released = run_playbook("maintenance_lock.yml", {"lock_kubeconfig": lab["kubeconfig"], "lock_state": "released",
+                                                     "lock_force": True})
+    assert released.rc == 0 and lease_holder(api_client) is None
     settle(api_client)
 
 

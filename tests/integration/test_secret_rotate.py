@@ -9,10 +9,12 @@ import uuid
 import pytest
 from kubernetes import client
 
+from lab import cluster
 from lab import tensorfusion as tf
 
-from .ansible_runner import run_playbook
+from .ansible_runner import run_playbook, start_playbook
 from .settle import settle
+from .test_gpupool_rollout import _progress_at_least, _wait_pool
 from .test_lab import deployment, wait_for
 
 TASK = "Rotate"
@@ -194,6 +196,48 @@ def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab,
         for name in [n for n in secret_names(api_client) if n.startswith(base)]:
             core.delete_namespaced_secret(name, NS)
         tf.set_knobs(api_client, batchGapFloorSeconds=None)
+    settle(api_client)
+
+
+@pytest.mark.parametrize("seconds", [5, 30])
+def test_an_api_server_outage_during_the_consumer_wait_is_ridden_out(lab, api_client, seconds):
+    """kube-apiserver stopped for 5 s and for 30 s (connections refused) while secret_rotate waits
+    for the hypervisor rollout its repoint started: the rotation still verifies and deletes the
+    old Secret, with one write of the TensorFusionCluster, says changed, and warns of the outage."""
+    settle(api_client)
+    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+    base = "outage%d-%s" % (seconds, uuid.uuid4().hex[:5])
+    new_value = canary("new")
+    core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": canary("old")}})
+    before = _pool_entry(api_client)
+    consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
+    try:
+        _set_pull_secrets(lab, api_client, [base])
+        tf.set_knobs(api_client, batchGapFloorSeconds=4)
+        generation = custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"]
+        job = start_playbook("secret_rotate.yml", {
+            "lab_kubeconfig": lab["kubeconfig"], "sr_name": base, "sr_strategy": "versioned",
+            "sr_string_data": {"token": new_value}, "sr_consumers": consumer, "sr_delete_old": True})
+        try:
+            _wait_pool(api_client, _progress_at_least(20))
+            cluster.outage(lab["state_dir"], seconds)
+        finally:
+            run = job.finish(timeout=600)
+        res = run.task_results(TASK)
+        assert run.rc == 0, res.get("msg") or run.stdout[-3000:]
+        assert res["changed"] is True and res["deleted"] == [base]
+        assert [s["step"] for s in res["steps"]] == ["create", "repoint", "roll", "verify", "delete_old"]
+        assert custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)[
+            "metadata"]["generation"] == generation + 1, "one write of the TensorFusionCluster"
+        assert "the API server could not be used for" in run.stdout + run.stderr
+        assert_no_value(run.stdout + run.stderr, [new_value])
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")
+        assert pods and all([s.name for s in p.spec.image_pull_secrets] == [res["secret"]["name"]] for p in pods)
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+        _restore_pool_entry(api_client, before)
+        for name in [n for n in secret_names(api_client) if n.startswith(base)]:
+            core.delete_namespaced_secret(name, NS)
     settle(api_client)
 
 

@@ -80,6 +80,8 @@ def warn_all(module, warnings):
 def fail(module, exc, **result):
     """fail_json from a typed error; its details join the result (they never hold secrets)."""
     details = dict((k, v) for k, v in exc.details.items() if v is not None)
+    # Warnings go through module.warn: fail_json(warnings=...) is deprecated in ansible-core.
+    warn_all(module, details.pop("warnings", None) or [])
     result.update(details)
     module.fail_json(msg=exc.msg, error=type(exc).__name__, **result)
 

@@ -12,8 +12,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline i
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 # Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
-BOOKKEEPING = frozenset(["lock", "window", "precheck", "snapshot", "verify", "verify_after_rollback",
-                         "unlock", "report"])
+BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
+                         "verify_after_rollback", "unlock", "report"])
+MAX_WARNINGS = 50
 STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed")
 FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed"])
 
@@ -36,6 +37,11 @@ def step_status(results):
     return "changed" if any(r.get("changed") for r in items) else "ok"
 
 
+def step_changed(results):
+    """Whether a step wrote anything: also a step that then failed (its result says changed)."""
+    return any(isinstance(r, dict) and r.get("changed") and not r.get("skipped") for r in _as_list(results))
+
+
 def _message(results):
     for r in _as_list(results):
         if isinstance(r, dict) and r.get("failed") and r.get("msg"):
@@ -43,8 +49,9 @@ def _message(results):
     return ""
 
 
-def build_steps(marks, results, ended, failed_steps=()):
-    """Steps in the order they began; a step ends when the next one begins (the last at ``ended``)."""
+def build_steps(marks, results, ended, failed_steps=(), step_errors=None):
+    """Steps in the order they began; a step ends when the next one begins (the last at ``ended``).
+    ``step_errors``: the message of a step whose failing task registered no result of the step's."""
     steps = []
     for i, mark in enumerate(marks):
         if not isinstance(mark, dict) or not mark.get("step") or not mark.get("at"):
@@ -56,8 +63,37 @@ def build_steps(marks, results, ended, failed_steps=()):
             status = "failed"
         steps.append({"name": mark["step"], "started": mark["at"], "ended": end,
                       "seconds": round(max(0.0, (finished - started).total_seconds()), 3),
-                      "status": status, "msg": _message(results.get(mark["step"]))})
+                      "status": status, "changed": step_changed(results.get(mark["step"])),
+                      "msg": _message(results.get(mark["step"])) or
+                      str((step_errors or {}).get(mark["step"]) or "")})
     return steps
+
+
+def run_warnings(results):
+    """The warnings the steps' modules gave (an API server outage ridden out, a lock taken over),
+    once each, with the step; module warnings name objects and times, never values."""
+    out, seen = [], set()
+    for step, result in results.items():
+        for r in _as_list(result):
+            for text in (r.get("warnings") or []) if isinstance(r, dict) else []:
+                if (step, text) not in seen and len(out) < MAX_WARNINGS:
+                    seen.add((step, text))
+                    out.append({"step": step, "msg": str(text)})
+    return out
+
+
+def lock_state(taken, release):
+    """What became of the maintenance lock: ``taken`` is the result that took it (None when this
+    run never held it), ``release`` the release's result (None: not tried yet, for the report
+    written before the release)."""
+    if not isinstance(taken, dict) or taken.get("failed") or taken.get("skipped"):
+        return {"held_by_this_run": False}
+    lease = taken.get("lease") or {}
+    state = {"held_by_this_run": True, "name": lease.get("name"), "holder": lease.get("holder") or taken.get("holder")}
+    if isinstance(release, dict) and not release.get("failed") and not release.get("skipped"):
+        return dict(state, released=True)
+    return dict(state, released=False, held_until=lease.get("expires"),
+                msg=(release or {}).get("msg") if isinstance(release, dict) else "not released yet")
 
 
 def paused_pools(pool_results):
@@ -74,7 +110,7 @@ def decide_status(steps, error, paused, rollback_ran, rollback_ok):
         if rollback_ran:
             return "rolled_back" if rollback_ok else "rollback_failed"
         return "failed"
-    changed = any(s["status"] == "changed" for s in steps if s["name"] not in BOOKKEEPING)
+    changed = any(s["changed"] for s in steps if s["name"] not in BOOKKEEPING)
     return "succeeded" if changed else "unchanged"
 
 
@@ -162,7 +198,7 @@ def build_record(params, ended):
     failed_steps = set((error or {}).get("failed_steps") or [])
     if (error or {}).get("step"):
         failed_steps.add(error["step"])
-    steps = build_steps(marks, results, ended, failed_steps)
+    steps = build_steps(marks, results, ended, failed_steps, (error or {}).get("step_errors"))
     paused = paused_pools(results.get("pools"))
     rollback = results.get("rollback") if isinstance(results.get("rollback"), dict) else {}
     rollback_ran = any(s["name"] == "rollback" for s in steps) or bool(rollback and not rollback.get("skipped"))
@@ -179,7 +215,7 @@ def build_record(params, ended):
         "status": status,
         "resumable": status == "resumable",
         "failed": status in FAILING,
-        "changed": any(s["status"] == "changed" for s in steps if s["name"] not in BOOKKEEPING),
+        "changed": any(s["changed"] for s in steps if s["name"] not in BOOKKEEPING),
         "started": started,
         "ended": ended,
         "seconds": round(max(0.0, (parse_time(ended) - parse_time(started)).total_seconds()), 3),
@@ -190,7 +226,9 @@ def build_record(params, ended):
             "before": dict(release_version(snapshot_meta=(snapshot_summary(params.get("snapshot"))
                                                           if results.get("snapshot") else None)),
                            pools=pool_versions(results.get("precheck"))),
-            "after": dict(release_version(release=rollback if rollback_ran else results.get("upgrade")),
+            # A rollback that failed leaves the release where the upgrade put it.
+            "after": dict(release_version(release=rollback if rollback_ok else None) or
+                          release_version(release=results.get("upgrade")),
                           pools=pool_versions(after_info)),
         },
         "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
@@ -199,11 +237,15 @@ def build_record(params, ended):
         "paused_pools": paused,
         "rollback": None if not rollback_ran else {
             "ok": rollback_ok, "target_revision": rollback.get("target_revision"),
-            "method": rollback.get("method"), "msg": rollback.get("msg") if rollback.get("failed") else None},
+            "method": rollback.get("method"),
+            "msg": None if rollback_ok else (rollback.get("msg") if rollback.get("failed") else None) or next(
+                (s["msg"] for s in steps if s["name"] in ("rollback", "verify_after_rollback") and s["msg"]), None)},
         "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
                                          "msg": str(error.get("msg") or "")},
         "window": dict((k, (results.get("window") or {}).get(k)) for k in (
             "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
+        "warnings": run_warnings(results),
+        "lock": lock_state(results.get("lock"), results.get("unlock")),
     }
     if record["versions"]["after"].get("chart_version") is None:  # the release did not move
         record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))
@@ -227,7 +269,11 @@ def summary_line(record):
             "rollback_failed": "the rollback failed: see the error and the steps",
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
-            "failed": "failed before any change"}[record["status"]]
-    return "%s%s on %s: %s%s in %ss" % (
+            "failed": "failed after changing the cluster, not rolled back" if record.get("changed")
+            else "failed before any change"}[record["status"]]
+    lock = record.get("lock") or {}
+    held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") \
+        if lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != "not released yet" else ""
+    return "%s%s on %s: %s%s in %ss%s" % (
         "check mode, nothing written - " if record.get("check_mode") else "",
-        record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]))
+        record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]), held)

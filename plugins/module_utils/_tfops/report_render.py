@@ -102,8 +102,11 @@ def render_html(record):
     if record.get("error"):
         out.append("<p><b>Error</b> in step %s (%s): %s</p>" % tuple(
             escape(str(record["error"].get(k))) for k in ("step", "task", "msg")))
-    out.append("<h2>Steps</h2>" + _table(["step", "status", "started", "seconds", "message"], [
-        [s["name"], s["status"], s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
+    if record.get("warnings"):
+        out.append("<h2>Warnings</h2>" + _table(["step", "warning"], [
+            [w["step"], w["msg"]] for w in record["warnings"]]))
+    out.append("<h2>Steps</h2>" + _table(["step", "status", "changed", "started", "seconds", "message"], [
+        [s["name"], s["status"], s.get("changed"), s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
     out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
     for pool in record["pools"]:
         out.append("<h2>Pool %s</h2>" % escape(str(pool["gpupool"])))
@@ -130,6 +133,9 @@ def render_markdown(record):
     if record.get("snapshot"):
         lines += ["Snapshot: `%s` (revision %s)" % (record["snapshot"].get("path"),
                                                     record["snapshot"].get("revision")), ""]
+    lines += ["Warning (%s): %s" % (w["step"], w["msg"]) for w in record.get("warnings") or []]
+    if record.get("warnings"):
+        lines.append("")
     lines += ["| step | status | seconds |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
     for pool in record["pools"]:

@@ -174,3 +174,61 @@ def test_the_summary_names_only_the_chart_versions_it_knows():
     assert report.summary_line(rec("1.8.7", "1.8.7")) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
     assert report.summary_line(rec("1.8.7", None)) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
     assert report.summary_line(rec("1.8.6", "1.8.7")).endswith("(chart 1.8.6 -> 1.8.7) in 3s")
+
+
+def test_a_failed_step_that_wrote_makes_the_run_changed():
+    """The resumable run and the failed one both changed the cluster: report.json says so."""
+    params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "no progress"})
+    params["results"]["upgrade"] = {"changed": False, "chart_version": "1.8.7", "revision_after": 2}
+    params["results"]["pools"] = [{"failed": True, "changed": True, "msg": "no progress", "task_pool": "shared"}]
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "failed" and rec["changed"] is True
+    assert [s["changed"] for s in rec["steps"] if s["name"] == "pools"] == [True]
+    assert "failed after changing the cluster, not rolled back" in report.summary_line(rec)
+    params["results"]["pools"][0]["changed"] = False
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["changed"] is False and "failed before any change" in report.summary_line(rec)
+
+
+def test_warnings_are_kept_once_with_their_step():
+    params = upgrade_params()
+    outage = "the API server could not be used for 31s (9 failed requests, retried; last: refused)"
+    params["results"]["pools"][0]["warnings"] = [outage]
+    params["results"]["pools"][1]["warnings"] = [outage]
+    params["results"]["lock"]["warnings"] = ["took over a stale lock"]
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["warnings"] == [{"step": "lock", "msg": "took over a stale lock"}, {"step": "pools", "msg": outage}]
+    assert outage in report_render.render_html(rec) and outage in report_render.render_markdown(rec)
+
+
+def test_the_lock_state_before_and_after_its_release():
+    lease = {"name": "tensorfusion-ops-maintenance", "holder": "ops@bastion purpose=upgrade",
+             "expires": "2026-11-29T03:00:00.000000Z"}
+    params = upgrade_params()
+    params["results"]["lock"] = {"changed": False, "lease": lease}
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["lock"] == {"held_by_this_run": True, "name": lease["name"], "holder": lease["holder"],
+                           "released": False, "held_until": lease["expires"], "msg": "not released yet"}
+    assert "stays held" not in report.summary_line(rec), "the report written before the release"
+    params["results"]["unlock"] = {"failed": True, "msg": "cannot reach the API server"}
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["lock"]["released"] is False and rec["lock"]["msg"] == "cannot reach the API server"
+    assert report.summary_line(rec).endswith(
+        "; the maintenance lock stays held until 2026-11-29T03:00:00.000000Z (its release failed)")
+    assert rec["status"] == "succeeded", "the change itself stands"
+    params["results"]["unlock"] = {"changed": False}
+    assert report.build_record(params, "2026-11-29T02:01:30Z")["lock"]["released"] is True
+    params["results"]["lock"] = {"failed": True, "msg": "held by someone else"}
+    assert report.build_record(params, "2026-11-29T02:01:30Z")["lock"] == {"held_by_this_run": False}
+
+
+def test_a_rollback_that_never_started_leaves_the_upgraded_release_and_says_why():
+    params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "unreachable",
+                                   "failed_steps": ["pools", "rollback"],
+                                   "step_errors": {"rollback": "the API server stayed unreachable for 60s"}})
+    params["steps"] = params["steps"] + [{"step": "rollback", "at": "2026-11-29T02:01:20Z"}]
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "rollback_failed" and rec["rollback"]["ok"] is False
+    assert rec["rollback"]["msg"] == "the API server stayed unreachable for 60s"
+    assert [s["msg"] for s in rec["steps"] if s["name"] == "rollback"] == ["the API server stayed unreachable for 60s"]
+    assert rec["versions"]["after"]["chart_version"] == "1.8.7", "what is left: the upgraded release"
