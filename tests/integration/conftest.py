@@ -16,9 +16,14 @@ def sa_kubeconfig(lab):
 
 @pytest.fixture
 def ns(api_client):
-    """A namespace of the test's own, deleted afterwards."""
+    """A namespace of the test's own, deleted afterwards; ready for Pods: its default
+    ServiceAccount has its token (v1.20's admission refuses Pods until then, which takes a while
+    after an API server outage, while the token controller catches up)."""
+    from .test_lab import wait_for
     core = client.CoreV1Api(api_client)
     name = "t-" + uuid.uuid4().hex[:6]
     core.create_namespace({"metadata": {"name": name}})
+    wait_for(core.list_namespaced_service_account,
+             lambda sa: sa.metadata.name == "default" and sa.secrets, namespace=name)
     yield name
     core.delete_namespace(name)

@@ -9,7 +9,7 @@ from kubernetes import client, watch
 from lab.tensorfusion import hashes
 from lab.tensorfusion.controllers import A_REVISIONS, go_struct
 from lab.tensorfusion.operator import controller_identity
-from lab.tensorfusion.rollout import COMPONENTS, annotation_keys
+from lab.tensorfusion.rollout import COMPONENTS, annotation_keys, policy_from_pool
 
 GROUP, VERSION = "tensor-fusion.ai", "v1"
 NS = "tensor-fusion-sys"
@@ -33,7 +33,9 @@ def _campaigns_unsettled(api_client, tfcs, pools):
         if name in templates and go_struct(spec) != go_struct(templates[name]):
             problems.append(f"GPUPool {name} behind its TensorFusionCluster")
         for comp in COMPONENTS:
-            if annotations.get(annotation_keys(comp)[0]) and not components.get(f"{comp}ConfigSynced"):
+            # A campaign whose autoUpdate is off (paused) is a steady state: it never moves.
+            if annotations.get(annotation_keys(comp)[0]) and not components.get(f"{comp}ConfigSynced") \
+                    and policy_from_pool(spec, comp).auto:
                 problems.append(f"GPUPool {name} {comp} campaign at "
                                 f"{components.get(f'{comp}UpdateProgress') or 0}%")
         has_nodes = int((pool.get("status") or {}).get("totalNodes") or 0) > 0

@@ -304,3 +304,28 @@ def test_window_and_lock_with_module_defaults_for_the_action_group(lab, api_clie
     assert taken["action"] == "create" and taken["api_server"] == lab["server"]
     assert run.task_results("Give the lock back")["action"] == "release"
     assert read_lease(api_client, lock_ns, lease_name).spec.holder_identity is None
+
+
+def test_retry_timeout_rides_out_an_outage_and_without_it_the_task_fails_at_once(lab, api_client, lock_ns, lease_name):
+    """kube-apiserver stopped for 15 s: the release with retry_timeout (as the runbooks give it)
+    waits for the API server, releases and warns; without it, the task fails at once and says the
+    API server cannot be reached, nothing retried."""
+    from lab import cluster
+    run, res = lock(lab, lock_ns, lease_name, state="acquired")
+    assert run.rc == 0, res.get("msg")
+    outage = threading.Thread(target=cluster.outage, args=(lab["state_dir"], 15))
+    outage.start()
+    try:
+        time.sleep(1)  # the API server is down now
+        started = time.monotonic()
+        run, res = lock(lab, lock_ns, lease_name, state="released")
+        failed_after = time.monotonic() - started
+        assert run.rc != 0 and "cannot reach the API server" in res["msg"], res
+        assert "could not be used for" not in run.stdout + run.stderr, "no retry without retry_timeout"
+        assert failed_after < 14, "it did not wait for the API server"
+        run, res = lock(lab, lock_ns, lease_name, state="released", retry_timeout=60)
+    finally:
+        outage.join()
+    assert run.rc == 0, res.get("msg")
+    assert "the API server could not be used for" in run.stdout + run.stderr
+    assert read_lease(api_client, lock_ns, lease_name).spec.holder_identity is None

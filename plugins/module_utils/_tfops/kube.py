@@ -7,6 +7,7 @@ the group), and API errors turned into typed exceptions that name the verb and t
 from __future__ import annotations
 
 import json
+import ssl
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
     build_api_client,
@@ -23,8 +24,9 @@ try:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
     from urllib3.exceptions import HTTPError as Urllib3Error
+    from urllib3.exceptions import NewConnectionError
 except ImportError:  # require_kubernetes() reports it
-    ApiException = DynamicApiError = ResourceNotFoundError = Urllib3Error = None
+    ApiException = DynamicApiError = ResourceNotFoundError = Urllib3Error = NewConnectionError = None
 
 
 def _status_message(exc):
@@ -50,17 +52,32 @@ def api_error(exc, verb, resource):
                     resource=resource)
 
 
-def refused(exc):
-    """The connection was refused: the request was never sent (safe to send again)."""
+def _causes(exc):
+    """``exc`` and its causes, as urllib3 and the ssl module chain them."""
     seen = set()
     while isinstance(exc, BaseException) and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, ConnectionRefusedError) or "Connection refused" in str(exc):
-            return True
+        yield exc
         # urllib3 keeps the cause in .reason (an exception; ssl.SSLError's .reason is a string)
         reason = getattr(exc, "reason", None)
         exc = reason if isinstance(reason, BaseException) else (exc.__cause__ or exc.__context__)
-    return False
+
+
+def certificate_rejected(exc):
+    """The server's certificate failed verification: a wrong CA or server, which no retry heals."""
+    return any(isinstance(e, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(e)
+               for e in _causes(exc))
+
+
+def refused(exc):
+    """The request was never sent (safe to send again): the connection was refused, could not be
+    opened, or its TLS handshake broke off (a restarting API server), but not a certificate that
+    failed verification."""
+    if certificate_rejected(exc):
+        return False
+    return any(isinstance(e, (ConnectionRefusedError, ssl.SSLError)) or "Connection refused" in str(e)
+               or (NewConnectionError is not None and isinstance(e, NewConnectionError))
+               for e in _causes(exc))
 
 
 def unreachable(server, verb, resource_desc, exc):
@@ -121,7 +138,8 @@ class Kube:
                 again = retry.retriable(verb, status=error.status)
             except (Urllib3Error, OSError) as exc:
                 error = unreachable(self.server, verb, resource_desc, exc)
-                again = retry.retriable(verb, unreachable=True, refused=error.details["refused"])
+                again = not certificate_rejected(exc) and retry.retriable(
+                    verb, unreachable=True, refused=error.details["refused"])
             else:
                 self.outages.recovered()
                 if not retry.is_read(verb):

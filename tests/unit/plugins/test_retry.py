@@ -47,3 +47,14 @@ def test_refused_follows_urllib3_causes_and_stops_at_strings():
     tls.__cause__ = cause
     assert not kube.refused(MaxRetryError(None, "/", tls))
     assert not kube.refused(OSError("reset by peer"))
+
+
+def test_a_broken_tls_handshake_was_never_sent_but_a_rejected_certificate_never_heals():
+    handshake = ssl.SSLEOFError(8, "EOF occurred in violation of protocol")
+    broken = MaxRetryError(None, "/", SSLError(handshake))
+    broken.reason.__cause__ = handshake
+    assert kube.refused(broken) and not kube.certificate_rejected(broken)
+    cause = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] unable to get local issuer")
+    rejected = MaxRetryError(None, "/", SSLError(cause))
+    rejected.reason.__cause__ = cause
+    assert kube.certificate_rejected(rejected) and not kube.refused(rejected)
