@@ -135,7 +135,7 @@ class Kube:
                 result = fn(*args, **kwargs)
             except (ApiException, DynamicApiError) as exc:
                 error = api_error(exc, verb, resource_desc)
-                again = retry.retriable(verb, status=error.status)
+                again = retry.retriable(verb, status=error.status, just_back=self.outages.just_back())
             except (Urllib3Error, OSError) as exc:
                 error = unreachable(self.server, verb, resource_desc, exc)
                 again = not certificate_rejected(exc) and retry.retriable(
@@ -147,7 +147,7 @@ class Kube:
                 return result
             if not again or self.retry_deadline is None:
                 raise error
-            self.outages.failed(error)
+            self.outages.failed(error, unreachable=bool(error.details.get("unreachable")))
             if not retry.pause(self.retry_deadline, backoff):
                 raise error
 

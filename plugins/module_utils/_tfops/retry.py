@@ -20,16 +20,24 @@ READS = ("get", "list", "watch", "discover", "read")
 READ_STATUSES = (429, 500, 502, 503, 504)
 WRITE_STATUSES = (429, 503)
 CAP_SECONDS = 5.0
+# A kube-apiserver that has just started answers 401 and 403 until its authenticator and RBAC
+# caches have synced (seen for seconds after each restart of the lab's): right after an outage
+# these are retried for this long; at any other time they end the task at once.
+AUTH_SETTLE_SECONDS = 30.0
+AUTH_STATUSES = (401, 403)
 
 
 def is_read(verb):
     return (verb or "").split()[0] in READS
 
 
-def retriable(verb, status=None, unreachable=False, refused=False):
-    """Whether a failed request may be sent again."""
+def retriable(verb, status=None, unreachable=False, refused=False, just_back=False):
+    """Whether a failed request may be sent again. ``just_back``: the API server could not be
+    reached moments ago (a refused 401/403 was not applied, so a write may be sent again too)."""
     if unreachable:
         return is_read(verb) or refused
+    if status in AUTH_STATUSES:
+        return just_back
     return status in (READ_STATUSES if is_read(verb) else WRITE_STATUSES)
 
 
@@ -55,14 +63,22 @@ class Outages:
         self.clock = clock
         self.spans = []   # [started, ended, failures, last error]
         self._open = None
+        self._last_unreachable = None
 
-    def failed(self, error):
+    def failed(self, error, unreachable=False):
         now = self.clock()
+        if unreachable:
+            self._last_unreachable = now
         if self._open is None:
             self._open = [now, now, 0, ""]
         self._open[1] = now
         self._open[2] += 1
         self._open[3] = str(error)
+
+    def just_back(self):
+        """The API server could not be reached less than AUTH_SETTLE_SECONDS ago."""
+        return self._last_unreachable is not None and \
+            self.clock() - self._last_unreachable < AUTH_SETTLE_SECONDS
 
     def recovered(self):
         if self._open is not None:

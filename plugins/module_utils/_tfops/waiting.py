@@ -128,14 +128,15 @@ class ObjectWatcher:
                 status = getattr(exc, "status", None)
                 if status == 410:  # the resourceVersion expired: start again from a list
                     self.resource_version = None
-                elif retry.retriable("watch", status=status):
-                    self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
+                elif retry.retriable("watch", status=status, just_back=self.kube.outages.just_back()):
+                    # resumes from the last resourceVersion
+                    self._outage(exc, deadline, backoff, bool(getattr(exc, "details", {}).get("unreachable")))
                 else:
                     raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
             except _CONNECTION_ERRORS as exc:
                 # The API server went away (restart, failover): back off, then resume the watch
                 # from the last resourceVersion (a 410 then says to list again).
-                self._outage(exc, deadline, backoff)
+                self._outage(exc, deadline, backoff, unreachable=True)
             if done:
                 break
             # A periodic re-list (resync) guards against an event lost by a proxy, at a cost that
@@ -145,15 +146,17 @@ class ObjectWatcher:
                     self.relist()
                     last_list = time.monotonic()
                 except ApiError as exc:
-                    if not (exc.details.get("unreachable") or retry.retriable("list", status=exc.status)):
+                    if not retry.retriable("list", status=exc.status,
+                                           unreachable=bool(exc.details.get("unreachable")),
+                                           just_back=self.kube.outages.just_back()):
                         raise
-                    self._outage(exc, deadline, backoff)
+                    self._outage(exc, deadline, backoff, bool(exc.details.get("unreachable")))
                     continue
             done, detail = self._check(check, on_change)
         return detail
 
-    def _outage(self, exc, deadline, backoff):
-        self.kube.outages.failed(exc)
+    def _outage(self, exc, deadline, backoff, unreachable):
+        self.kube.outages.failed(exc, unreachable=unreachable)
         retry.pause(deadline, backoff)
 
     start = relist

@@ -58,3 +58,18 @@ def test_a_broken_tls_handshake_was_never_sent_but_a_rejected_certificate_never_
     rejected = MaxRetryError(None, "/", SSLError(cause))
     rejected.reason.__cause__ = cause
     assert kube.certificate_rejected(rejected) and not kube.refused(rejected)
+
+
+def test_401_and_403_are_retried_only_right_after_the_api_server_could_not_be_reached():
+    now = [100.0]
+    outages = retry.Outages(clock=lambda: now[0])
+    assert not retry.retriable("list", status=403, just_back=outages.just_back())
+    outages.failed("cannot reach the API server", unreachable=True)
+    outages.recovered()
+    now[0] += 5  # a restarted API server whose RBAC caches have not synced yet
+    assert retry.retriable("list", status=403, just_back=outages.just_back())
+    assert retry.retriable("update", status=401, just_back=outages.just_back()), "refused: not applied"
+    outages.failed("forbidden")  # a 403 does not move the time the server was last unreachable
+    now[0] += retry.AUTH_SETTLE_SECONDS
+    assert not retry.retriable("list", status=403, just_back=outages.just_back())
+    assert not retry.retriable("get", status=404, just_back=True) and not retry.retriable("patch", status=422, just_back=True)
