@@ -80,6 +80,12 @@ def refused(exc):
                for e in _causes(exc))
 
 
+def may_resend(verb, exc):
+    """Whether a request that got no answer (``exc``: a connection error) may be sent again, by
+    retry.py's rule; a certificate that failed verification never heals."""
+    return not certificate_rejected(exc) and retry.retriable(verb, unreachable=True, refused=refused(exc))
+
+
 def unreachable(server, verb, resource_desc, exc):
     return ApiError("cannot reach the API server %s to %s %s: %s" % (server, verb, resource_desc, exc),
                     verb=verb, resource=resource_desc, api_server=server, unreachable=True,
@@ -138,8 +144,7 @@ class Kube:
                 again = retry.retriable(verb, status=error.status, just_back=self.outages.just_back())
             except (Urllib3Error, OSError) as exc:
                 error = unreachable(self.server, verb, resource_desc, exc)
-                again = not certificate_rejected(exc) and retry.retriable(
-                    verb, unreachable=True, refused=error.details["refused"])
+                again = may_resend(verb, exc)
             else:
                 self.outages.recovered()
                 if not retry.is_read(verb):
@@ -147,7 +152,7 @@ class Kube:
                 return result
             if not again or self.retry_deadline is None:
                 raise error
-            self.outages.failed(error, unreachable=bool(error.details.get("unreachable")))
+            self.outages.failed(error)
             if not retry.pause(self.retry_deadline, backoff):
                 raise error
 

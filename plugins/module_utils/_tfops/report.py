@@ -15,6 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
                          "verify_after_rollback", "unlock", "report"])
 MAX_WARNINGS = 50
+NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
 STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed")
 FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed"])
 
@@ -93,7 +94,7 @@ def lock_state(taken, release):
     if isinstance(release, dict) and not release.get("failed") and not release.get("skipped"):
         return dict(state, released=True)
     return dict(state, released=False, held_until=lease.get("expires"),
-                msg=(release or {}).get("msg") if isinstance(release, dict) else "not released yet")
+                msg=release.get("msg") if isinstance(release, dict) else NOT_RELEASED_YET)
 
 
 def paused_pools(pool_results):
@@ -190,6 +191,14 @@ def snapshot_summary(snapshot):
                 if k in source)
 
 
+def rollback_message(rollback, steps):
+    """Why a rollback failed: its own result's message, else that of its failed step (a rollback
+    that never started, such as one whose lock renewal found no API server)."""
+    if rollback.get("failed") and rollback.get("msg"):
+        return rollback["msg"]
+    return next((s["msg"] for s in steps if s["name"] in ("rollback", "verify_after_rollback") and s["msg"]), None)
+
+
 def build_record(params, ended):
     """The JSON record of a run from the run_report module's parameters."""
     results = params.get("results") or {}
@@ -237,9 +246,7 @@ def build_record(params, ended):
         "paused_pools": paused,
         "rollback": None if not rollback_ran else {
             "ok": rollback_ok, "target_revision": rollback.get("target_revision"),
-            "method": rollback.get("method"),
-            "msg": None if rollback_ok else (rollback.get("msg") if rollback.get("failed") else None) or next(
-                (s["msg"] for s in steps if s["name"] in ("rollback", "verify_after_rollback") and s["msg"]), None)},
+            "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps)},
         "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
                                          "msg": str(error.get("msg") or "")},
         "window": dict((k, (results.get("window") or {}).get(k)) for k in (
@@ -272,8 +279,8 @@ def summary_line(record):
             "failed": "failed after changing the cluster, not rolled back" if record.get("changed")
             else "failed before any change"}[record["status"]]
     lock = record.get("lock") or {}
-    held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") \
-        if lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != "not released yet" else ""
+    release_failed = lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != NOT_RELEASED_YET
+    held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") if release_failed else ""
     return "%s%s on %s: %s%s in %ss%s" % (
         "check mode, nothing written - " if record.get("check_mode") else "",
         record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]), held)

@@ -66,8 +66,9 @@ class Outages:
         self._last_unreachable = None
 
     def failed(self, error, unreachable=False):
+        """One failed request; ``unreachable``: it got no answer (a typed error says so itself)."""
         now = self.clock()
-        if unreachable:
+        if unreachable or (getattr(error, "details", None) or {}).get("unreachable"):
             self._last_unreachable = now
         if self._open is None:
             self._open = [now, now, 0, ""]

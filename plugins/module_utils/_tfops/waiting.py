@@ -15,7 +15,12 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
     InvalidInput,
     WaitTimeout,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import api_error, list_versioned
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import (
+    api_error,
+    list_versioned,
+    may_resend,
+    unreachable,
+)
 
 try:
     from kubernetes.client.rest import ApiException
@@ -129,13 +134,14 @@ class ObjectWatcher:
                 if status == 410:  # the resourceVersion expired: start again from a list
                     self.resource_version = None
                 elif retry.retriable("watch", status=status, just_back=self.kube.outages.just_back()):
-                    # resumes from the last resourceVersion
-                    self._outage(exc, deadline, backoff, bool(getattr(exc, "details", {}).get("unreachable")))
+                    self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
                 else:
                     raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
             except _CONNECTION_ERRORS as exc:
                 # The API server went away (restart, failover): back off, then resume the watch
                 # from the last resourceVersion (a 410 then says to list again).
+                if not may_resend("watch", exc):
+                    raise unreachable(self.kube.server, "watch", self.resource.name, exc)
                 self._outage(exc, deadline, backoff, unreachable=True)
             if done:
                 break
@@ -150,12 +156,12 @@ class ObjectWatcher:
                                            unreachable=bool(exc.details.get("unreachable")),
                                            just_back=self.kube.outages.just_back()):
                         raise
-                    self._outage(exc, deadline, backoff, bool(exc.details.get("unreachable")))
+                    self._outage(exc, deadline, backoff)
                     continue
             done, detail = self._check(check, on_change)
         return detail
 
-    def _outage(self, exc, deadline, backoff, unreachable):
+    def _outage(self, exc, deadline, backoff, unreachable=False):
         self.kube.outages.failed(exc, unreachable=unreachable)
         retry.pause(deadline, backoff)
 
