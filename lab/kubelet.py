@@ -26,6 +26,7 @@ KNOBS_NAME = "tfops-lab-kubelet"
 GPU_LABELS = {"nvidia.com/gpu.present": "true", "feature.node.kubernetes.io/pci-10de.present": "true"}
 LEASE_RENEW_SECONDS = 10
 STATUS_REPORT_SECONDS = 60
+RETRY_SECONDS = 2.0
 
 log = logging.getLogger("kubelet")
 
@@ -160,6 +161,19 @@ class Kubelet:
             if report:
                 last_status = time.monotonic()
 
+    def on_node(self, event_type, node):
+        """The node controller marked a node whose heartbeats it missed (the API server was away)
+        not Ready: a live kubelet's next status sync (every 10 s) puts Ready back at once, not at
+        its next periodic report."""
+        name = node.metadata.name
+        if event_type == "DELETED" or name not in self.node_ip or self.knobs.is_dead(name):
+            return
+        ready = [c for c in (node.status.conditions or []) if c.type == "Ready"] if node.status else []
+        if ready and ready[0].status != "True":
+            log.info("node %s is marked %s (%s); posting its status", name, ready[0].status,
+                     ready[0].reason)
+            self.report_status(name)
+
     # ---- pods ------------------------------------------------------------------------------
     def _affinity_allows(self, pod, node):
         """Required node affinity: DaemonSet Pods pin their node with a metadata.name field term."""
@@ -255,6 +269,23 @@ class Kubelet:
         return False
 
     def start_pod(self, namespace, name, uid):
+        """Play the start of a bound Pod; a write that does not get through (the API server is
+        away) is tried again, as a kubelet's status sync keeps trying: a Pod stays pending (and so
+        ignored by later events) only while a retry is armed."""
+        try:
+            self._start_pod(namespace, name, uid)
+        except Exception as exc:  # noqa: BLE001 - unreachable API server, 5xx, conflict
+            if isinstance(exc, ApiException) and exc.status == 404:
+                with self.lock:
+                    self.pending.pop(uid, None)
+                return
+            log.warning("starting %s/%s failed (%s); trying again in %.0fs", namespace, name,
+                        getattr(exc, "reason", None) or exc.__class__.__name__, RETRY_SECONDS)
+            with self.lock:
+                self.pending[uid] = (namespace, name)
+            self.timers.at(time.monotonic() + RETRY_SECONDS, self.start_pod, namespace, name, uid)
+
+    def _start_pod(self, namespace, name, uid):
         try:
             pod = self.core.read_namespaced_pod(name, namespace)
         except ApiException as exc:
@@ -301,17 +332,13 @@ class Kubelet:
             "startTime": started, "containerStatuses": statuses,
             "conditions": [cond("Initialized", True), cond("PodScheduled", True),
                            cond("ContainersReady", ready), cond("Ready", ready)]}}
+        self.core.patch_namespaced_pod_status(name, namespace, body)
         if failing:
             # Stays pending, so that a later change of the knob lets it start.
-            self.timers.at(time.monotonic() + 2.0, self.start_pod, namespace, name, uid)
+            self.timers.at(time.monotonic() + RETRY_SECONDS, self.start_pod, namespace, name, uid)
         else:
             with self.lock:
                 self.pending.pop(uid, None)
-        try:
-            self.core.patch_namespaced_pod_status(name, namespace, body)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
 
     # ---- watches ---------------------------------------------------------------------------
     def watch_forever(self, list_fn, handler, **kwargs):
@@ -326,10 +353,10 @@ class Kubelet:
                     w = watch.Watch()
                     for ev in w.stream(list_fn, resource_version=rv, timeout_seconds=300,
                                        allow_watch_bookmarks=True, **kwargs):
-                        obj = ev["object"]
-                        rv = obj.metadata.resource_version
+                        # A bookmark's object stays a dict (the client does not deserialize it).
+                        rv = ev["raw_object"]["metadata"]["resourceVersion"]
                         if ev["type"] != "BOOKMARK":
-                            handler(ev["type"], obj)
+                            handler(ev["type"], ev["object"])
             except ApiException as exc:
                 if exc.status != 410:
                     log.warning("watch failed: %s; re-listing", exc.reason)
@@ -366,6 +393,9 @@ class Kubelet:
                              kwargs={"namespace": KNOBS_NAMESPACE}),
             threading.Thread(target=self.watch_forever, daemon=True,
                              args=(client.CoreV1Api().list_pod_for_all_namespaces, self.on_pod)),
+            threading.Thread(target=self.watch_forever, daemon=True,
+                             args=(client.CoreV1Api().list_node, self.on_node),
+                             kwargs={"label_selector": "tfops.lab/stand-in=true"}),
         ]
         for t in threads:
             t.start()

@@ -270,3 +270,35 @@ def test_kubelet_keeps_heartbeating_across_an_api_server_restart(lab, api_client
     lease = wait_for(coord.list_namespaced_lease, lambda le: le.metadata.name == "tfops-gpu-0"
                      and le.spec.renew_time > restarted, timeout=60, namespace="kube-node-lease")
     assert lease.spec.holder_identity == "tfops-gpu-0"
+
+
+def test_after_an_outage_past_the_node_grace_nodes_and_pods_come_back_as_with_a_real_kubelet(
+        lab, api_client, namespace):
+    """An API server away for longer than the node grace period (40 s): kube-controller-manager
+    marks every node Unknown when it returns, and a live kubelet puts Ready back at its next
+    status sync (within seconds, not at its next periodic report). A Pod whose start fell into
+    the outage is started once the API server is back (the stand-in once forgot it for good)."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map("kube-system", {
+        "metadata": {"name": "tfops-lab-kubelet"}, "data": {"readyDelaySeconds": "4"}})
+    try:
+        time.sleep(0.5)  # the stand-in applies knobs from its own watch
+        core.create_namespaced_pod(namespace, _pod("late", "registry.lab/ok:1"))
+        wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "late" and p.spec.node_name,
+                 timeout=30, namespace=namespace)
+        import datetime
+        began = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        cluster.outage(lab["state_dir"], 50)
+        back = time.monotonic()
+        # The node controller's mark is brief now (seconds); its Event is what stays.
+        wait_for(core.list_event_for_all_namespaces, lambda e: e.last_timestamp >= began, timeout=30,
+                 field_selector="involvedObject.kind=Node,reason=NodeNotReady")
+        for node in core.list_node().items:
+            wait_for(core.list_node, lambda n, name=node.metadata.name: n.metadata.name == name
+                     and _node_ready(n), timeout=max(1, int(back + 30 - time.monotonic())))
+        wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "late" and _ready(p),
+                 timeout=30, namespace=namespace)
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    from .settle import settle
+    settle(api_client)
