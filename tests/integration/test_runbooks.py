@@ -176,11 +176,12 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     settle(api_client)
 
 
-@pytest.mark.parametrize("seconds", [5, 30])
-def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client, seconds):
-    """kube-apiserver stopped for 5 s and for 30 s while upgrade.yml follows the pool's rollout:
-    the run succeeds with one write of the pool, its report says changed and records the outage as
-    a warning of the pools step, and the lock is given back."""
+def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client):
+    """kube-apiserver stopped for 30 s while upgrade.yml follows the pool's rollout: the run
+    succeeds with one write of the pool, its report says changed and records the outage as a
+    warning of the pools step, and the lock is given back. (A 5 s outage takes the same path in
+    gpupool_rollout, where test_gpupool_rollout.py covers it.)"""
+    seconds = 30
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
     generation = tfc_spec(api_client)["metadata"]["generation"]
     image = HV + "2.17.%d" % seconds
