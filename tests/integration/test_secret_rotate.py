@@ -343,6 +343,30 @@ def test_consumer_never_ready_keeps_old_secret_and_references(lab, api_client, n
     assert statuses[:3] == ["ok", "ok", "failed"] and res["steps"][-1]["step"] == "restore"
 
 
+def test_a_consumer_past_its_progress_deadline_fails_the_rotation_at_once(lab, api_client, ns, never_ready):
+    """A Deployment that gives up (progressDeadlineSeconds 10, its new Pods never Ready) ends the
+    wait when the controller says so, not at wait_timeout; the references are put back."""
+    import time
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    image = "registry.lab/app:%s" % ns
+    core.create_namespaced_secret(ns, {"metadata": {"name": "app-cred"}, "stringData": {"pw": canary("pw")}})
+    body = deployment("web", image=image)
+    body["spec"]["progressDeadlineSeconds"] = 10
+    body["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "app-cred"}}]
+    apps.create_namespaced_deployment(ns, body)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web"
+             and (d.status.available_replicas or 0) == 2, namespace=ns)
+    never_ready(image.replace(".", r"\."))
+    started = time.monotonic()
+    run, res = rotate(lab, name="app-cred", namespace=ns, strategy="versioned",
+                      string_data={"pw": canary("new")}, delete_old=True, wait_timeout=300)
+    assert run.rc != 0 and time.monotonic() - started < 150, "it waited for wait_timeout"
+    assert "exceeded its progress deadline (10s)" in res["msg"], res["msg"]
+    assert res["failed_step"] == "roll" and "app-cred again" in res["msg"]
+    template = apps.read_namespaced_deployment("web", ns).spec.template.spec
+    assert template.containers[0].env_from[0].secret_ref.name == "app-cred", "references restored"
+
+
 def test_discovery_finds_the_workloads_and_bad_input_changes_nothing(lab, api_client, ns):
     core = client.CoreV1Api(api_client)
     apps = client.AppsV1Api(api_client)

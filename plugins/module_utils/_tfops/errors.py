@@ -44,3 +44,8 @@ class Forbidden(ApiError):
 
 class WaitTimeout(TfopsError):
     """A wait reached its deadline; the message says what is stuck and why."""
+
+
+class RolloutFailed(TfopsError):
+    """A rollout that cannot finish by waiting longer (a Deployment past its progress deadline):
+    the wait ends at once with the cause instead of at its deadline."""

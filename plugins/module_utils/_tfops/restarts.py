@@ -12,6 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import wor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
+    RolloutFailed,
     WaitTimeout,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
@@ -153,6 +154,11 @@ class Restarter:
             if int(current["metadata"].get("generation") or 0) < generation:
                 return False, "%s %s/%s: waiting for generation %d" % (
                     self.kind, meta["namespace"], meta["name"], generation)
+            failure = workloads.rollout_failure(self.kind, current)
+            if failure:  # waiting longer cannot help: end now, with the cause
+                problems = workloads.pod_problems(self.pods_of(current))
+                raise RolloutFailed(failure + ("; Pods not Ready: " + "; ".join(problems[:10]) if problems else ""),
+                                    pods_not_ready=problems)
             return workloads.rollout_state(self.kind, current)
 
         try:

@@ -60,6 +60,20 @@ def rollout_state(kind, obj):
     raise ValueError("unsupported kind %s" % kind)
 
 
+def rollout_failure(kind, obj):
+    """Why a workload's current rollout can no longer finish by itself, or None: a Deployment whose
+    controller has given up on the current generation (ProgressDeadlineExceeded)."""
+    meta, status = obj["metadata"], obj.get("status") or {}
+    if kind != "Deployment" or int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+        return None
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
+            return "Deployment %s/%s exceeded its progress deadline (%ss): %s" % (
+                meta.get("namespace"), meta["name"], (obj.get("spec") or {}).get("progressDeadlineSeconds", 600),
+                cond.get("message"))
+    return None
+
+
 def _deployment_state(name, spec, status):
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":

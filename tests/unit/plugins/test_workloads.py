@@ -105,3 +105,14 @@ def test_restart_patch_carries_extra_annotations():
     patch = workloads.restart_patch("T", {"secret.ops.tensor-fusion.ai/creds": "u:1"})
     assert patch["spec"]["template"]["metadata"]["annotations"] == {
         "kubectl.kubernetes.io/restartedAt": "T", "secret.ops.tensor-fusion.ai/creds": "u:1"}
+
+
+def test_a_deployment_past_its_progress_deadline_cannot_finish_by_waiting():
+    gave_up = [{"type": "Progressing", "reason": "ProgressDeadlineExceeded",
+                "message": 'ReplicaSet "d-7f" has timed out progressing.'}]
+    failure = workloads.rollout_failure("Deployment", deploy(updated=1, conditions=gave_up))
+    assert failure == 'Deployment ns/d exceeded its progress deadline (600s): ReplicaSet "d-7f" has timed out progressing.'
+    # Not yet judged for the new generation (a restart just written): not a failure yet.
+    assert workloads.rollout_failure("Deployment", deploy(observed=1, conditions=gave_up)) is None
+    assert workloads.rollout_failure("Deployment", deploy(updated=1)) is None
+    assert workloads.rollout_failure("StatefulSet", deploy(conditions=gave_up)) is None
