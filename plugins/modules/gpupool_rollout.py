@@ -184,6 +184,7 @@ options:
     default: 100
 extends_documentation_fragment:
   - tensorfusion.ops.auth
+  - tensorfusion.ops.fence
 attributes:
   check_mode:
     support: full
@@ -290,6 +291,7 @@ diff:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import FENCE_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool_task import (
     RolloutTask,
     validate,
@@ -335,7 +337,7 @@ def rollout_pool(module):
 
 def main():
     module = tfmodule.new_module(
-        dict(cluster=dict(type="str"),
+        dict(**FENCE_ARG_SPEC, cluster=dict(type="str"),
              namespace=dict(type="str", default="tensor-fusion-sys"),
              record_only=dict(type="list", elements="str", default=[],
                               choices=["hypervisor", "worker", "client"]),

@@ -235,6 +235,7 @@ options:
     type: path
 extends_documentation_fragment:
   - tensorfusion.ops.auth
+  - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
@@ -425,6 +426,7 @@ diff:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+    FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
@@ -433,7 +435,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks
 
 def main():
     module = tfmodule.new_module(
-        dict(name=dict(type="str", default="tensor-fusion-sys", aliases=["release_name"]),
+        dict(**FENCE_ARG_SPEC, name=dict(type="str", default="tensor-fusion-sys", aliases=["release_name"]),
              namespace=dict(type="str", default="tensor-fusion-sys", aliases=["release_namespace"]),
              state=dict(type="str", default="present", choices=["present", "rolled_back"]),
              chart_ref=dict(type="str", default="tensor-fusion"),

@@ -55,6 +55,13 @@ options:
         holder (the second renews the first's lock); give each a distinct O(holder) (or
         O(purpose)) when that can happen.
     type: str
+  run_id:
+    description:
+      - A token of this run (random, the same for every task of one run). With it the holder
+        identity also names the C(ansible-playbook) process and the token, for example
+        C(alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade), so that two runs by one user on one
+        host are two holders and the second is refused. The runbooks set it (C(tfops_run_id)).
+    type: str
   ttl:
     description:
       - Seconds the lock stays valid without a renewal (the Lease's C(leaseDurationSeconds)).
@@ -233,11 +240,13 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import mod
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.fence import controller_pid
 
 
 def change_lock(module):
     params = module.params
-    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id())
+    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id(),
+                             run=params["run_id"], pid=controller_pid() if params["run_id"] else None)
     if params["ttl"] < 1:
         raise InvalidInput("ttl must be at least 1 second")
     if params["retry_timeout"] < 0:
@@ -263,6 +272,7 @@ def main():
              namespace=dict(type="str", default="tensor-fusion-sys"),
              purpose=dict(type="str", default="maintenance"),
              holder=dict(type="str"),
+             run_id=dict(type="str"),
              ttl=dict(type="int", default=1800),
              force=dict(type="bool", default=False),
              retry_timeout=dict(type="int", default=0)),

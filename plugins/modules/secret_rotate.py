@@ -123,6 +123,7 @@ options:
     type: path
 extends_documentation_fragment:
   - tensorfusion.ops.auth
+  - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
@@ -253,6 +254,7 @@ import base64
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+    FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
@@ -295,7 +297,7 @@ def rotate(module):
 
 def main():
     module = tfmodule.new_module(
-        dict(name=dict(type="str", required=True),
+        dict(**FENCE_ARG_SPEC, name=dict(type="str", required=True),
              namespace=dict(type="str", default="tensor-fusion-sys"),
              data=dict(type="dict", no_log=True),
              string_data=dict(type="dict", no_log=True),

@@ -58,6 +58,7 @@ options:
     type: str
 extends_documentation_fragment:
   - tensorfusion.ops.auth
+  - tensorfusion.ops.fence
 attributes:
   check_mode:
     support: full
@@ -107,6 +108,7 @@ namespace:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import FENCE_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.acceptance_run import run_acceptance
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import deadline_from
 
@@ -125,7 +127,7 @@ def accept(module):
 
 def main():
     module = tfmodule.new_module(
-        dict(namespace=dict(type="str"), pool=dict(type="str"),
+        dict(**FENCE_ARG_SPEC, namespace=dict(type="str"), pool=dict(type="str"),
              image=dict(type="str", default="busybox:1.36"),
              tflops_request=dict(type="str", default="1"), vram_request=dict(type="str", default="1Gi"),
              isolation=dict(type="str", default="soft", choices=["shared", "soft", "hard", "partitioned"]),

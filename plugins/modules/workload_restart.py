@@ -67,6 +67,7 @@ options:
         type: str
 extends_documentation_fragment:
   - tensorfusion.ops.auth
+  - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
@@ -155,6 +156,7 @@ workloads:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+    FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
@@ -194,7 +196,7 @@ def restart_workloads(module):
 
 def main():
     module = tfmodule.new_module(
-        dict(kind=dict(type="str", default="Deployment",
+        dict(**FENCE_ARG_SPEC, kind=dict(type="str", default="Deployment",
                        choices=["Deployment", "StatefulSet", "DaemonSet"]),
              namespace=dict(type="str", default="tensor-fusion-sys"),
              name=dict(type="str"),

@@ -13,6 +13,15 @@ WAIT_ARG_SPEC = dict(
     deadline=dict(type="str"),
 )
 
+# The runbook's lock a module's writes are fenced by (fence.py; doc fragment "fence").
+FENCE_ARG_SPEC = dict(
+    fence=dict(type="dict", options=dict(
+        namespace=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        holder=dict(type="str", required=True),
+    )),
+)
+
 
 def deadline_from(params):
     return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))

@@ -49,8 +49,12 @@ def open_helm(module):
 
 
 def _connect(module):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.module import connect
-    return connect(module)
+    """A connection; fenced (checked at once, and before each write) when the task has ``fence``:
+    helm's own writes cannot be fenced one by one, so a run that lost its lock starts no helm."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.module import connect, fence_with
+    kube = connect(module)
+    fence_with(kube, module.params.get("fence"))
+    return kube
 
 
 def apply_crds(kube, helm, params, check_mode, flags=None):

@@ -106,6 +106,9 @@ class Kube:
         self.retry_deadline = None
         self.outages = retry.Outages()
         self.written = False
+        # Set by a task run under a runbook's lock (fence.py): every write first checks that the
+        # lock is still the run's.
+        self.fence = None
 
     @property
     def dynamic(self):
@@ -134,7 +137,10 @@ class Kube:
 
     def call(self, verb, resource_desc, fn, *args, **kwargs):
         """Run one API call, translating its failure (connection failures included); with a
-        ``retry_deadline``, a failure that can heal is retried until then (retry.py)."""
+        ``retry_deadline``, a failure that can heal is retried until then (retry.py). Under a
+        ``fence``, a write is sent only while the run still holds its lock."""
+        if self.fence is not None and not retry.is_read(verb):
+            self.fence.check()
         backoff = retry.Backoff()
         while True:
             try:

@@ -16,6 +16,7 @@ import datetime
 import email.utils
 import getpass
 import os
+import re
 import socket
 import time
 
@@ -43,6 +44,7 @@ RELEASED_AT = PREFIX + "released-at"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # Test-only: seconds to pause between the first read and the write, so that the integration tests
 # can make two real runs read the same Lease before either writes (the race the design is for).
 TEST_PAUSE_VARIABLE = "TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE"
@@ -80,14 +82,19 @@ def job_id(environ=None):
     return None
 
 
-def make_identity(purpose, holder=None, user=None, host=None, job=None):
-    """Who asks: ``holder`` is the Lease's holderIdentity; the rest is recorded beside it."""
+def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None, pid=None):
+    """Who asks: ``holder`` is the Lease's holderIdentity; the rest is recorded beside it. A
+    ``run`` token (and the controller's ``pid``) tell apart two runs of one user on one host."""
     if not purpose or not str(purpose).strip():
         raise InvalidInput("purpose must not be empty")
+    if run is not None and not RUN_ID.match(str(run)):
+        raise InvalidInput("run_id must be 1 to 64 letters, digits, '.', '_' or '-', not %r" % run)
     user = user or _user()
     host = host or socket.gethostname()
     if not holder:
-        holder = "%s@%s%s purpose=%s" % (user, host, " job=%s" % job if job else "", purpose)
+        holder = "%s@%s%s%s%s purpose=%s" % (user, host, " job=%s" % job if job else "",
+                                            " pid=%s" % pid if pid else "",
+                                            " run=%s" % run if run else "", purpose)
     return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose))
 
 

@@ -57,6 +57,7 @@ def connected(module, deadline=None):
     kube = connect(module)
     kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
     try:
+        fence_with(kube, module.params.get("fence"))
         yield kube
     except TfopsError as exc:
         exc.details.setdefault("api_server", kube.server)
@@ -70,6 +71,16 @@ def connected(module, deadline=None):
         warn_all(module, kube.outages.warnings())
     finally:
         kube.close()
+
+
+def fence_with(kube, fence):
+    """Fence the connection with a runbook's lock (the ``fence`` option), checked at once: a
+    module started by a run that no longer holds its lock writes nothing."""
+    if not fence:
+        return
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.fence import Fence
+    kube.fence = Fence(kube, fence["namespace"], fence["name"], fence["holder"])
+    kube.fence.check("starting")
 
 
 def warn_all(module, warnings):

@@ -113,11 +113,15 @@ class ObjectWatcher:
         last_list = time.monotonic()
         backoff = retry.Backoff()
         done, detail = self._check(check, on_change)
+        fence = getattr(self.kube, "fence", None)
         while not done:
             if deadline.expired():
                 raise WaitTimeout("timed out (%s) waiting for %s: %s" % (
                     deadline.reason, self.desc, detail), waited_for=self.desc, last_state=detail)
-            seconds = min(deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else MAX_WATCH_SECONDS)
+            if fence is not None:
+                fence.heartbeat()  # a run that lost its lock, or was killed, stops waiting
+            seconds = min(deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else MAX_WATCH_SECONDS,
+                          (fence.seconds_to_next() or MAX_WATCH_SECONDS) if fence is not None else MAX_WATCH_SECONDS)
             try:
                 stream = self._stream(seconds)
                 try:

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fencing a module run by the maintenance lock of the runbook that started it.
+
+A runbook takes the lock (a Lease) and hands its holder identity to the modules it runs
+(``fence``). Before each write such a module checks that the Lease still names that holder, and
+while it waits it renews the Lease, so that a module whose run lost the lock (released by force,
+taken over after its TTL) stops instead of writing. It also watches the ``ansible-playbook``
+process that started it: after a ``kill -9`` of that process its worker and the module live on
+(reparented), and such an orphan stops before its next write and renews nothing.
+
+The check is a read before the write, not a server-side precondition: a takeover between the
+two cannot be excluded, only narrowed to one request's time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import TfopsError
+
+# How often a waiting module looks at its controller process: a killed run's module stops
+# waiting (and renewing) within this many seconds.
+CONTROLLER_CHECK_SECONDS = 15.0
+MAX_CHAIN = 64
+
+
+class LockLost(TfopsError):
+    """The maintenance lock this run took is no longer its own: nothing more is written."""
+
+
+class ControllerGone(TfopsError):
+    """The ansible-playbook process that started this module is gone (killed): nothing more is
+    written."""
+
+
+# --- the controller process (pure parsing, /proc reading) --------------------------------------
+
+def parse_stat(text):
+    """(ppid, starttime) from the text of /proc/<pid>/stat; the command name may hold spaces
+    and parentheses, so fields are counted after its last ')'."""
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[1]), int(fields[19])
+
+
+def is_ansible_playbook(argv):
+    """ansible-playbook as its own executable or run by a Python interpreter (a worker process
+    forked from it has the same command line)."""
+    return any(os.path.basename(arg).startswith("ansible-playbook") for arg in argv[:2])
+
+
+def _stat(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return parse_stat(handle.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _argv(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def controller_chain(stat=_stat, argv=_argv, start=None):
+    """The processes from this one's parent up to the topmost ``ansible-playbook`` ancestor, as
+    [(pid, ppid, starttime)]; the topmost's ppid is None (it may be reparented harmlessly, e.g.
+    under nohup). Empty when there is no such ancestor (a module run by another tool) or no
+    /proc: then no controller check is made."""
+    chain, top = [], None
+    pid = os.getppid() if start is None else start
+    while pid > 1 and len(chain) < MAX_CHAIN:
+        found = stat(pid)
+        if found is None:
+            break
+        chain.append((pid, found[0], found[1]))
+        if is_ansible_playbook(argv(pid)):
+            top = len(chain)
+        pid = found[0]
+    if top is None:
+        return []
+    chain = chain[:top]
+    pid, _ppid, started = chain[-1]
+    chain[-1] = (pid, None, started)
+    return chain
+
+
+def chain_alive(chain, stat=_stat):
+    """Every process of the chain still runs (same start time: not a reused pid) under the same
+    parent: a worker whose ansible-playbook was killed has been reparented."""
+    for pid, ppid, started in chain:
+        found = stat(pid)
+        if found is None or found[1] != started or (ppid is not None and found[0] != ppid):
+            return False
+    return True
+
+
+def controller_pid(chain=None):
+    """The pid of the ansible-playbook process that runs this module (None outside one)."""
+    chain = controller_chain() if chain is None else chain
+    return chain[-1][0] if chain else None
+
+
+# --- the fence ---------------------------------------------------------------------------------
+
+class Fence:
+    """The lock ``holder`` must hold ``namespace/name`` for this module to write."""
+
+    def __init__(self, kube, namespace, name, holder, chain=None, clock=time.monotonic):
+        self.kube = kube
+        self.lock = locks.LeaseLock(kube, namespace, name)
+        self.holder = holder
+        self.chain = controller_chain() if chain is None else chain
+        self.clock = clock
+        self.busy = False  # the fence's own requests are not fenced
+        self.renew_every = None
+        self.last_renew = None
+        self.checks = 0
+
+    def _controller(self):
+        if self.chain and not chain_alive(self.chain):
+            raise ControllerGone(
+                "the ansible-playbook process (pid %d) that started this module is gone: stopping "
+                "before the next write; the maintenance lock %s stays as it is until its TTL or a "
+                "release" % (self.chain[-1][0], self.lock.desc), lock_holder=self.holder)
+
+    def _lost(self, view, doing):
+        now_held = view["holder"] if view else None
+        return LockLost(
+            "the maintenance lock %s is no longer this run's (%s): it is %s; stopping before %s" % (
+                self.lock.desc, self.holder,
+                "held by %s" % locks.describe_holder(view) if now_held else "released",
+                doing), lock_holder=self.holder, held_by=now_held)
+
+    def _identity(self, view):
+        return dict(holder=self.holder, user=view.get("user"), host=view.get("host"),
+                    job_id=view.get("job_id"), purpose=view.get("purpose") or "tensorfusion.ops")
+
+    def _renew(self):
+        def decide(view, _now):
+            if view is None or view["holder"] != self.holder:
+                raise self._lost(view, "renewing it")
+            return "renew", None
+        view = locks.lease_view(self.lock.read())
+        if view is None or view["holder"] != self.holder:
+            raise self._lost(view, "renewing it")
+        ttl = int(view["lease_duration_seconds"] or 0) or 60
+        self.lock.change(decide, self._identity(view), ttl, check_mode=False)
+        self.renew_every = max(5.0, ttl / 3.0)
+        self.last_renew = self.clock()
+
+    def check(self, doing="the next write"):
+        """Before a write: the controller runs and the Lease still names this run."""
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self.checks += 1
+            self._controller()
+            view = locks.lease_view(self.lock.read())
+            if view is None or view["holder"] != self.holder:
+                raise self._lost(view, doing)
+            if self.renew_every is None:
+                self.renew_every = max(5.0, int(view["lease_duration_seconds"] or 60) / 3.0)
+                self.last_renew = self.clock()
+        finally:
+            self.busy = False
+
+    def heartbeat(self):
+        """While waiting: stop when the controller is gone; renew the Lease when a third of its
+        TTL has passed since the last renewal (a lost lock ends the wait)."""
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self._controller()
+            if self.last_renew is None or self.clock() - self.last_renew >= self.renew_every:
+                self._renew()
+        finally:
+            self.busy = False
+
+    def seconds_to_next(self):
+        """How long a wait may block before the next heartbeat is due."""
+        due = [CONTROLLER_CHECK_SECONDS] if self.chain else []
+        if self.last_renew is not None and self.renew_every:
+            due.append(max(1.0, self.last_renew + self.renew_every - self.clock()))
+        return min(due) if due else None

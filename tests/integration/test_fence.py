@@ -1,0 +1,161 @@
+"""A lock that fences, with real ansible-playbook processes on the lab: two runs at once by one
+user on one host are two holders (the second is refused); a module whose run lost its lock stops
+before its next write; a module whose ansible-playbook was killed (kill -9) stops waiting and
+renews nothing."""
+import os
+import signal
+import time
+import uuid
+
+import pytest
+from kubernetes import client
+
+from lab import tensorfusion as tf
+
+from .ansible_runner import run_playbook, start_playbook
+from .settle import settle
+from .test_gpupool_rollout import HV, _progress_at_least, _wait_pool, tfc
+from .test_lab import wait_for
+from .test_maintenance_lock import read_lease
+
+@pytest.fixture(scope="module")
+def fence_ns(api_client):
+    core = client.CoreV1Api(api_client)
+    name = "fence-" + uuid.uuid4().hex[:6]
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)
+
+
+@pytest.fixture
+def fenced_vars(lab, fence_ns):
+    from conftest import COLLECTIONS_ROOT
+    return {"lab_kubeconfig": lab["kubeconfig"], "fenced_lock_namespace": fence_ns,
+            "fenced_lock_name": "lock-" + uuid.uuid4().hex[:6],
+            "fenced_tasks_dir": str(COLLECTIONS_ROOT / "ansible_collections" / "tensorfusion" / "ops"
+                                    / "playbooks" / "tasks")}
+
+
+def holder_of(api_client, ns, name):
+    lease = read_lease(api_client, ns, name)
+    return lease.spec.holder_identity if lease else None
+
+
+def force_release(lab, ns, name):
+    run = run_playbook("maintenance_lock.yml", {"lock_kubeconfig": lab["kubeconfig"], "lock_namespace": ns,
+                                                "lock_name": name, "lock_state": "released", "lock_force": True})
+    assert run.rc == 0, run.stdout[-2000:]
+
+
+def descendants(pid):
+    """Every process below ``pid`` (from /proc), to find the worker and module of a run."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            children.setdefault(int(text[text.rindex(")") + 2:].split()[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_two_runs_at_once_by_one_user_are_two_holders_and_the_second_is_refused(lab, api_client, fenced_vars):
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    first = start_playbook("fenced.yml", dict(fenced_vars, fenced_hold=30))
+    try:
+        lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                         lambda le: le.metadata.name == name and le.spec.holder_identity, timeout=60, namespace=ns)
+        holder = lease.spec.holder_identity
+        assert " pid=%d " % first.proc.pid in holder and " run=" in holder, holder
+        rv = lease.metadata.resource_version
+        second = run_playbook("fenced.yml", dict(fenced_vars, fenced_hold=1))
+        assert second.rc != 0
+        msg = second.task_results("Take (or renew) the maintenance lock")["msg"]
+        assert "is held by %s" % holder in msg, msg
+        assert read_lease(api_client, ns, name).metadata.resource_version == rv, "the second run wrote nothing"
+    finally:
+        run = first.finish(timeout=120)
+    assert run.rc == 0, run.stdout[-2000:]
+    force_release(lab, ns, name)
+
+
+@pytest.fixture
+def slow_rollout(api_client):
+    """Hypervisor re-creation slowed down: a rollout of 10 % batches that lasts minutes."""
+    tf.set_knobs(api_client, slowNodes="*=20", batchGapFloorSeconds=1)
+    yield
+    tf.set_knobs(api_client, slowNodes=None, batchGapFloorSeconds=None)
+    settle(api_client)
+
+
+def test_a_module_whose_run_lost_the_lock_stops_before_its_next_write(lab, api_client, fenced_vars, slow_rollout):
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=15, fenced_image="%s:4.1.0" % HV))
+    try:
+        _wait_pool(api_client, _progress_at_least(10), timeout=120)
+        generation = tfc(api_client)["metadata"]["generation"]
+        force_release(lab, ns, name)  # as a person clearing what they take for a dead run's lock
+    finally:
+        run = job.finish(timeout=120)  # renewal every 5 s (a third of the TTL) finds the loss
+    assert run.rc != 0
+    res = run.task_results("Rollout")
+    assert "is no longer this run's" in res["msg"] and "released" in res["msg"], res["msg"]
+    assert res["changed"] is True, "it wrote the pool's change before it lost the lock"
+    assert tfc(api_client)["metadata"]["generation"] == generation, "nothing written after the loss"
+    assert holder_of(api_client, ns, name) is None, "the lost lock was not renewed"
+
+
+def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(lab, api_client, fenced_vars,
+                                                                            slow_rollout):
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=30, fenced_image="%s:4.2.0" % HV))
+    below = []
+    try:
+        _wait_pool(api_client, _progress_at_least(10), timeout=120)
+        below = descendants(job.proc.pid)
+        # The worker is a fork of ansible-playbook (same command line); below it, the module.
+        module = [p for p in below if b"ansible-playbook" not in _cmdline(p)]
+        assert module, "the run's module process"
+        os.kill(job.proc.pid, signal.SIGKILL)
+        job.proc.wait(timeout=30)
+        killed = time.monotonic()
+        renewed = read_lease(api_client, ns, name).spec.renew_time
+        # The orphans (the worker and the module, reparented) notice within the controller check
+        # period (15 s) and stop; without the fence the module would wait for the whole rollout.
+        while any(alive(p) for p in module) and time.monotonic() - killed < 60:
+            time.sleep(1)
+        assert not [p for p in module if alive(p)], \
+            "the orphaned module still runs %.0f s after the kill" % (time.monotonic() - killed)
+        assert read_lease(api_client, ns, name).spec.renew_time == renewed, "the orphan renewed nothing"
+    finally:
+        for pid in [job.proc.pid] + below:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        for stream in (job.proc.stdout, job.proc.stderr):
+            stream.close()
+        os.unlink(job.results_file)
+    force_release(lab, ns, name)
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+

@@ -1,0 +1,72 @@
+"""fence.py's pure parts: reading /proc/<pid>/stat, finding the ansible-playbook ancestor, telling
+an orphaned module (its ansible-playbook killed) from a live one; the holder identity of a run."""
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import fence, locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+
+
+def stat_line(pid, comm, ppid, start):
+    rest = ["S", str(ppid)] + ["0"] * 17 + [str(start)] + ["0"] * 10
+    return "%d (%s) %s" % (pid, comm, " ".join(rest))
+
+
+def test_parse_stat_counts_fields_after_the_last_parenthesis():
+    assert fence.parse_stat(stat_line(7, "python (x) y", 3, 12345)) == (3, 12345)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["/venv/bin/python3", "/venv/bin/ansible-playbook", "site.yml"], True),
+    (["/usr/bin/ansible-playbook", "-i", "inv"], True),
+    (["/bin/sh", "-c", "python ansible-playbook"], False),
+    (["/venv/bin/python", "/tmp/AnsiballZ_gpupool_rollout.py"], False),
+    ([], False),
+])
+def test_is_ansible_playbook(argv, expected):
+    assert fence.is_ansible_playbook(argv) is expected
+
+
+# module 40 -> sh 30 -> worker 20 -> ansible-playbook 10 -> bash 5 -> init 1
+TREE = {30: (20, 300), 20: (10, 200), 10: (5, 100), 5: (1, 50)}
+ARGV = {30: ["/bin/sh", "-c", "python x"], 20: ["python", "/venv/bin/ansible-playbook", "p.yml"],
+        10: ["python", "/venv/bin/ansible-playbook", "p.yml"], 5: ["bash"]}
+
+
+def test_the_chain_ends_at_the_topmost_ansible_playbook_whose_parent_is_not_watched():
+    chain = fence.controller_chain(stat=TREE.get, argv=ARGV.get, start=30)
+    assert chain == [(30, 20, 300), (20, 10, 200), (10, None, 100)]
+    assert fence.controller_pid(chain) == 10
+
+
+def test_no_ansible_playbook_ancestor_means_no_controller_check():
+    assert fence.controller_chain(stat=TREE.get, argv=lambda pid: ["bash"], start=30) == []
+
+
+def test_a_killed_ansible_playbook_reparents_the_worker_and_the_chain_is_dead():
+    chain = fence.controller_chain(stat=TREE.get, argv=ARGV.get, start=30)
+    assert fence.chain_alive(chain, stat=TREE.get)
+    killed = dict(TREE)
+    del killed[10]
+    killed[20] = (1, 200)  # the worker, reparented to init
+    assert not fence.chain_alive(chain, stat=killed.get)
+    reused = dict(TREE)
+    reused[10] = (5, 999)  # the pid reused by another process
+    assert not fence.chain_alive(chain, stat=reused.get)
+    nohup = dict(TREE)
+    nohup[10] = (1, 100)  # ansible-playbook itself reparented (its shell ended): still alive
+    assert fence.chain_alive(chain, stat=nohup.get)
+
+
+def test_two_runs_of_one_user_on_one_host_are_two_holders():
+    one = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242)
+    two = locks.make_identity("upgrade", user="alice", host="bastion", run="z9y8x7w6v5", pid=4343)
+    assert one["holder"] == "alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade"
+    assert one["holder"] != two["holder"]
+    assert locks.make_identity("upgrade", user="a", host="h", job="42", run="r1")["holder"] == \
+        "a@h job=42 run=r1 purpose=upgrade"
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "x" * 65, "semi;colon"])
+def test_a_run_id_that_would_blur_the_holder_is_refused(bad):
+    with pytest.raises(InvalidInput, match="run_id"):
+        locks.make_identity("upgrade", run=bad)
