@@ -15,7 +15,7 @@ options:
       - Before each write the module checks that the Lease still names O(fence.holder), and while
         it waits it renews the Lease (every third of its TTL). When the lock is no longer this
         run's (released by force, taken over), or the C(ansible-playbook) process that started the
-        module is gone (killed: its worker and module live on), the module stops before its next
+        module is gone (killed; its worker and module live on), the module stops before its next
         write and fails saying why.
       - The check is a read before each write, not a server-side precondition.
     type: dict

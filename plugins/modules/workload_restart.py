@@ -196,8 +196,8 @@ def restart_workloads(module):
 
 def main():
     module = tfmodule.new_module(
-        dict(**FENCE_ARG_SPEC, kind=dict(type="str", default="Deployment",
-                       choices=["Deployment", "StatefulSet", "DaemonSet"]),
+        dict(**FENCE_ARG_SPEC,
+             kind=dict(type="str", default="Deployment", choices=["Deployment", "StatefulSet", "DaemonSet"]),
              namespace=dict(type="str", default="tensor-fusion-sys"),
              name=dict(type="str"),
              label_selectors=dict(type="list", elements="str"),

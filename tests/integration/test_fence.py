@@ -18,6 +18,7 @@ from .test_gpupool_rollout import HV, _progress_at_least, _wait_pool, tfc
 from .test_lab import wait_for
 from .test_maintenance_lock import read_lease
 
+
 @pytest.fixture(scope="module")
 def fence_ns(api_client):
     core = client.CoreV1Api(api_client)
@@ -120,8 +121,8 @@ def test_a_module_whose_run_lost_the_lock_stops_before_its_next_write(lab, api_c
     assert holder_of(api_client, ns, name) is None, "the lost lock was not renewed"
 
 
-def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(lab, api_client, fenced_vars,
-                                                                            slow_rollout):
+def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
+        lab, api_client, fenced_vars, slow_rollout):
     ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
     job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=30, fenced_image="%s:4.2.0" % HV))
     below = []
@@ -158,4 +159,3 @@ def _cmdline(pid):
             return handle.read()
     except OSError:
         return b""
-

@@ -92,9 +92,9 @@ def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None
     user = user or _user()
     host = host or socket.gethostname()
     if not holder:
-        holder = "%s@%s%s%s%s purpose=%s" % (user, host, " job=%s" % job if job else "",
-                                            " pid=%s" % pid if pid else "",
-                                            " run=%s" % run if run else "", purpose)
+        tags = "".join(" %s=%s" % (key, value) for key, value in
+                       (("job", job), ("pid", pid), ("run", run)) if value)
+        holder = "%s@%s%s purpose=%s" % (user, host, tags, purpose)
     return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose))
 
 
