@@ -228,6 +228,8 @@ deleted:
 steps:
   description:
     - Each step with its status (ok, failed) and time; C(restore) steps after a failure.
+    - C(repoint) and C(restart) steps say whether they wrote (C(changed)); false when the consumer
+      already pointed at the new Secret or already ran on this version.
   returned: always
   type: list
   elements: dict
@@ -244,6 +246,30 @@ failed_consumer:
   sample: Deployment tensor-fusion-sys/tensor-fusion-sys-controller
 restored:
   description: What was put back after a failure.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller points at registry-credentials again"]
+created:
+  description:
+    - The Secrets a failed rotation created (new versions, the copy of the previous content); they
+      are kept (immutable, unreferenced) and reused by the next run.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["registry-credentials-5f2c9a1b3d"]
+modified:
+  description:
+    - What a failed rotation changed before it failed (the Secret updated in place, consumers
+      repointed or restarted); each is in RV(put_back) when putting it back worked.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller"]
+put_back:
+  description:
+    - What was put back after a failure and, when the task waits, is running as before again (each
+      restored consumer is waited for, at most 300 seconds).
   returned: failure
   type: list
   elements: str

@@ -4,6 +4,7 @@ controller restart, a registry credential moved to a new version through the Ten
 consumer that never becomes Ready leaving everything as it was, idempotence, and no value in the
 output at -vvv."""
 import base64
+import time
 import uuid
 
 import pytest
@@ -330,11 +331,21 @@ def test_consumer_never_ready_keeps_old_secret_and_references(lab, api_client, n
              and (d.status.available_replicas or 0) == 2, namespace=ns)
     never_ready(image.replace(".", r"\."))  # from now on new Pods of this image never get Ready
     new_value = canary("new")
+    started = time.monotonic()
     run, res = rotate(lab, name="app-cred", namespace=ns, strategy="versioned",
-                      string_data={"pw": new_value}, delete_old=True, wait_timeout=20)
+                      string_data={"pw": new_value}, delete_old=True, wait_timeout=600)
     assert run.rc != 0
+    # New Pods whose image cannot be pulled end the wait once it has lasted 30 s, not at
+    # wait_timeout (nor at the Deployment's progress deadline, 600 s by default).
+    assert time.monotonic() - started < 150, "it waited for wait_timeout"
     assert res["failed_step"] == "roll" and res["failed_consumer"] == "Deployment %s/web" % ns
-    assert "ImagePullBackOff" in res["msg"] and "app-cred again" in res["msg"]
+    assert "its new Pods do not start" in res["msg"] and "ImagePullBackOff" in res["msg"], res["msg"]
+    assert "app-cred again" in res["msg"]
+    assert len(res["created"]) == 1 and res["created"][0].startswith("app-cred-"), res["created"]
+    assert res["modified"] == ["Deployment %s/web" % ns] and res["put_back"] == res["restored"]
+    # The undo waited for the consumer: it runs on the old Secret, all replicas available.
+    web = apps.read_namespaced_deployment("web", ns)
+    assert (web.status.available_replicas or 0) == 2 and (web.status.updated_replicas or 0) == 2, web.status
     assert_no_value(run.stdout + run.stderr, [new_value])
     template = apps.read_namespaced_deployment("web", ns).spec.template.spec
     assert template.containers[0].env_from[0].secret_ref.name == "app-cred", "references restored"

@@ -20,6 +20,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting im
 # The TensorFusion controller Deployment carries this label in the chart, whatever its name
 # (the docs say tensor-fusion-sys-controller-manager, the chart tensor-fusion-sys-controller).
 TF_CONTROLLER_SELECTOR = "tensor-fusion.ai/component=operator"
+# How often a rollout wait looks at the new Pods (two requests: the ReplicaSets and the Pods).
+POD_CHECK_SECONDS = 10.0
 
 
 def is_operator(workload):
@@ -145,6 +147,21 @@ class Restarter:
         meta = obj["metadata"]
         generation = int(meta.get("generation") or 0)
         watcher = ObjectWatcher(self.kube, self.api, namespace=meta["namespace"], name=meta["name"])
+        first_seen, looked = {}, [time.monotonic()]
+
+        def new_pods_fail(current):
+            """Every POD_CHECK_SECONDS: the rollout's new Pods that keep failing to start (a
+            crash loop, a pull that fails) end the wait with the cause."""
+            if time.monotonic() - looked[0] < POD_CHECK_SECONDS:
+                return
+            looked[0] = time.monotonic()
+            replica_set = self.revision(current) if self.kind == "Deployment" else None
+            pods = workloads.current_pods(self.kind, current, self.pods_of(current), replica_set)
+            lasting = workloads.lasting_failures(workloads.failing_pods(pods), first_seen, time.monotonic())
+            if lasting:
+                raise RolloutFailed("%s %s/%s cannot finish its rollout: its new Pods do not start: %s" % (
+                    self.kind, meta["namespace"], meta["name"], "; ".join(lasting[:10])),
+                    pods_not_ready=lasting)
 
         def check(objects):
             current = objects.get((meta["namespace"], meta["name"]))
@@ -159,10 +176,13 @@ class Restarter:
                 problems = workloads.pod_problems(self.pods_of(current))
                 raise RolloutFailed(failure + ("; Pods not Ready: " + "; ".join(problems[:10]) if problems else ""),
                                     pods_not_ready=problems)
-            return workloads.rollout_state(self.kind, current)
+            done, detail = workloads.rollout_state(self.kind, current)
+            if not done:
+                new_pods_fail(current)
+            return done, detail
 
         try:
-            return watcher.wait(check, deadline)
+            return watcher.wait(check, deadline, wakeup=lambda: POD_CHECK_SECONDS)
         except WaitTimeout as exc:
             problems = workloads.pod_problems(self.pods_of(obj))
             if problems:

@@ -195,3 +195,18 @@ def template_env_mark(template, key):
     values = set(e.get("value") for c in containers for e in c.get("env") or [] if e.get("name") == name)
     return values.pop() if len(values) == 1 and containers and all(
         any(e.get("name") == name for e in c.get("env") or []) for c in containers) else None
+
+
+def what_changed(steps):
+    """From a rotation's steps: the Secrets it ``created`` (versions and backups), the objects
+    it ``modified`` (the Secret updated in place, consumers repointed or restarted) and what was
+    ``put_back`` (restores that worked) - what a failed rotation's report lists."""
+    created = [s["detail"] for s in steps if s["step"] in ("create", "backup") and s["status"] == "ok"]
+    modified = []
+    for s in steps:
+        if s["step"] in ("update", "repoint", "restart") and s["status"] == "ok" and s.get("changed", True):
+            what = s.get("consumer") or "Secret %s" % s.get("detail")
+            if what not in modified:
+                modified.append(what)
+    put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] == "ok"]
+    return {"created": created, "modified": modified, "put_back": put_back}

@@ -12,6 +12,7 @@ import base64
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import secret_plan, secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
     InvalidInput,
@@ -28,6 +29,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads 
 
 class RotationFailed(TfopsError):
     """A step failed; references and content were put back and the old Secret kept."""
+
+
+# How long putting a consumer back may wait for it to be Ready again (the run's own deadline may
+# be what just passed).
+UNDO_WAIT_SECONDS = 300
 
 
 def normalized_data(params):
@@ -70,7 +76,9 @@ class RotateTask:
                     name, " for %s" % consumer.label if consumer is not None else "", exc.msg,
                     "put back: %s" % "; ".join(restored) if restored else "nothing had changed yet"),
                 failed_step=name, failed_consumer=consumer.label if consumer is not None else None,
-                steps=self.steps, restored=restored)
+                steps=self.steps, restored=restored, **secret_plan.what_changed(self.steps))
+        if name in ("repoint", "restart"):
+            entry["changed"] = bool(value)  # False: it already pointed there, or ran on this version
         entry["seconds"] = round(time.monotonic() - started, 3)
         return value
 
@@ -251,7 +259,8 @@ class RotateTask:
                 self.step("repoint", lambda c=consumer, o=old: c.repoint(o, new_name, self._wait_deadline(c)),
                           consumer=consumer, detail="%s -> %s" % (old, new_name))
                 self.undo.append(("%s points at %s again" % (consumer.label, old),
-                                  lambda c=consumer, o=old: c.repoint(new_name, o)))
+                                  lambda c=consumer, o=old: self._put_back(
+                                      c, lambda d: c.repoint(new_name, o, d), ("name", o))))
         self._roll_and_verify([c for c in consumers if c.referenced([new_name])], ("name", new_name))
         self.undo = []
         deleted = self.prune(new_name) if self.params.get("delete_old") else []
@@ -339,5 +348,14 @@ class RotateTask:
     def _restore_content(self, old_data, old_type, consumers):
         latest = self.read_secret(self.params["name"])
         meta = self._replace(latest, old_data, old_type)
-        for consumer in consumers:
-            consumer.mark(meta)  # Pods started on the new content restart on the old one
+        key, version = secret_annotation(meta)
+        for consumer in consumers:  # Pods started on the new content restart on the old one
+            self._put_back(consumer, lambda d, c=consumer: c.mark(meta, d), ("annotation", key, version))
+
+    def _put_back(self, consumer, write, target):
+        """Undo one consumer's change and, when the task waits, wait until it runs as before
+        (pool components wait inside their write)."""
+        deadline = Deadline(timeout=UNDO_WAIT_SECONDS) if self.params["wait"] else None
+        write(deadline if isinstance(consumer, PoolComponentConsumer) else None)
+        if deadline is not None and not isinstance(consumer, PoolComponentConsumer):
+            consumer.wait(deadline, target)

@@ -74,6 +74,58 @@ def rollout_failure(kind, obj):
     return None
 
 
+# Container waiting reasons that waiting does not mend: a kubelet backing off a pull or a crash,
+# an image name it refuses, a container it cannot even configure.
+FATAL_WAITING = ("ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CrashLoopBackOff",
+                 "CreateContainerConfigError")
+# How long a new Pod must stay in such a state before the wait gives up on it (a single failed
+# pull of a registry that hiccups heals on the next try; the Deployment's own progress deadline
+# may say so earlier).
+FATAL_FOR_SECONDS = 30.0
+
+
+def failing_pods(pods):
+    """{pod name: "container: Reason (message)"} of the live Pods whose containers wait in a state
+    of FATAL_WAITING."""
+    out = {}
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        for cstat in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = (cstat.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in FATAL_WAITING:
+                out[pod["metadata"]["name"]] = "%s: %s (%s)" % (
+                    cstat.get("name"), waiting["reason"], waiting.get("message") or "no message")
+                break
+    return out
+
+
+def lasting_failures(failing, first_seen, now, persist=FATAL_FOR_SECONDS):
+    """Track since when each Pod fails (``first_seen`` is updated in place: a Pod that recovers
+    is forgotten) and return the failures that have lasted ``persist`` seconds, sorted."""
+    for name in list(first_seen):
+        if name not in failing:
+            del first_seen[name]
+    for name in failing:
+        first_seen.setdefault(name, now)
+    return sorted("%s %s for %.0fs" % (name, failing[name], now - first_seen[name])
+                  for name in failing if now - first_seen[name] >= persist)
+
+
+def current_pods(kind, obj, pods, replica_set=None):
+    """The Pods of the rollout in progress: of the Deployment's current ReplicaSet
+    (``replica_set``), of the StatefulSet's update revision; [] for a DaemonSet (whose Pods do not
+    name their revision in a way its status repeats)."""
+    if kind == "Deployment" and replica_set:
+        return [p for p in pods if any(o.get("name") == replica_set for o in
+                                       p["metadata"].get("ownerReferences") or [])]
+    if kind == "StatefulSet":
+        revision = (obj.get("status") or {}).get("updateRevision")
+        return [p for p in pods if revision and
+                (p["metadata"].get("labels") or {}).get("controller-revision-hash") == revision]
+    return []
+
+
 def _deployment_state(name, spec, status):
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":

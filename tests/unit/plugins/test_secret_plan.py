@@ -133,3 +133,17 @@ def test_helm_consumer_input(consumer, message):
     with pytest.raises(InvalidInput) as err:
         plan.validate(params(consumers=[consumer]))
     assert message in err.value.msg
+
+
+def test_what_a_failed_rotation_created_modified_and_put_back():
+    steps = [{"step": "create", "status": "ok", "detail": "db-1a2b"},
+             {"step": "repoint", "status": "ok", "consumer": "Deployment ns/web", "changed": True},
+             {"step": "repoint", "status": "ok", "consumer": "Deployment ns/api", "changed": False},
+             {"step": "roll", "status": "failed", "consumer": "Deployment ns/web"},
+             {"step": "restore", "status": "ok", "detail": "Deployment ns/web points at db again"},
+             {"step": "restore", "status": "failed", "detail": "Deployment ns/x points at db again"}]
+    assert plan.what_changed(steps) == {"created": ["db-1a2b"], "modified": ["Deployment ns/web"],
+                                        "put_back": ["Deployment ns/web points at db again"]}
+    in_place = [{"step": "backup", "status": "ok", "detail": "db-9f8e"},
+                {"step": "update", "status": "ok", "detail": "db"}]
+    assert plan.what_changed(in_place) == {"created": ["db-9f8e"], "modified": ["Secret db"], "put_back": []}

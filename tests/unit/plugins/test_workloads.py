@@ -116,3 +116,38 @@ def test_a_deployment_past_its_progress_deadline_cannot_finish_by_waiting():
     assert workloads.rollout_failure("Deployment", deploy(observed=1, conditions=gave_up)) is None
     assert workloads.rollout_failure("Deployment", deploy(updated=1)) is None
     assert workloads.rollout_failure("StatefulSet", deploy(conditions=gave_up)) is None
+
+
+def _pod(name, reason=None, owner="web-5d8f", deleting=False, message="back-off"):
+    meta = {"name": name, "ownerReferences": [{"kind": "ReplicaSet", "name": owner}],
+            "labels": {"controller-revision-hash": owner}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    state = {"waiting": {"reason": reason, "message": message}} if reason else {"running": {}}
+    return {"metadata": meta, "status": {"containerStatuses": [{"name": "app", "state": state}]}}
+
+
+def test_failing_pods_names_only_states_that_waiting_does_not_mend():
+    pods = [_pod("a", "ImagePullBackOff"), _pod("b", "ContainerCreating"), _pod("c"),
+            _pod("d", "CrashLoopBackOff", deleting=True), _pod("e", "CrashLoopBackOff", message=None)]
+    assert workloads.failing_pods(pods) == {"a": "app: ImagePullBackOff (back-off)",
+                                            "e": "app: CrashLoopBackOff (no message)"}
+
+
+def test_a_failure_must_last_before_it_ends_the_wait_and_a_recovered_pod_is_forgotten():
+    seen = {}
+    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 100.0) == []
+    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 129.0) == []
+    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 130.0) == \
+        ["a app: ImagePullBackOff (x) for 30s"]
+    assert workloads.lasting_failures({}, seen, 131.0) == [] and seen == {}
+    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 140.0) == []
+
+
+def test_current_pods_are_those_of_the_rollout_in_progress():
+    pods = [_pod("new", owner="web-new"), _pod("old", owner="web-old")]
+    assert [p["metadata"]["name"] for p in workloads.current_pods("Deployment", {}, pods, "web-new")] == ["new"]
+    sts = {"status": {"updateRevision": "web-old"}}
+    assert [p["metadata"]["name"] for p in workloads.current_pods("StatefulSet", sts, pods)] == ["old"]
+    assert workloads.current_pods("DaemonSet", {}, pods) == []
+    assert workloads.current_pods("Deployment", {}, pods, None) == []
