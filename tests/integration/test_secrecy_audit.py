@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from .ansible_runner import run_playbook
+from .ansible_runner import run_playbook, start_playbook
 from .rbac_helpers import RBAC_DIR
 from .settle import settle
 
@@ -212,3 +212,52 @@ def test_fingerprints_find_a_value_embedded_at_any_offset():
             assert any(fp in encoded for fp in fingerprints(value)), (prefix, suffix)
     assert not any(fp in base64.b64encode(b"unrelated text of some length").decode()
                    for fp in fingerprints(value))
+
+
+def test_no_secret_content_in_ansible_tmp_while_a_rotation_runs_nor_after_a_kill(lab, api_client, ns, tmp_path):
+    """The rotate_secret runbook pipelines its modules: while secret_rotate waits for its consumer,
+    and after a kill -9 of ansible-playbook (which leaves what it wrote), ~/.ansible/tmp holds
+    nothing of the new content (a module written there as AnsiballZ_*.py would carry it)."""
+    import signal
+    import time
+
+    from .test_fence import alive, descendants, force_release
+    from .test_lab import deployment, wait_for
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    value = canary("disk")
+    core.create_namespaced_secret(ns, {"metadata": {"name": "disk-cred"}, "stringData": {"pw": canary("old")}})
+    body = deployment("web", replicas=1)
+    body["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "disk-cred"}}]
+    apps.create_namespaced_deployment(ns, body)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web"
+             and (d.status.available_replicas or 0) == 1, namespace=ns)
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                      "data": {"readyDelaySeconds": "90"}})
+    tmp_root = Path.home() / ".ansible" / "tmp"
+    job = start_playbook("tensorfusion.ops.rotate_secret", {
+        "tfops_kubeconfig": lab["kubeconfig"], "tfops_artifacts_dir": str(tmp_path / "artifacts"),
+        "tfops_secret_name": "disk-cred", "tfops_secret_namespace": ns,
+        "tfops_secret_string_data": {"pw": value},
+        "tfops_secret_consumers": [{"kind": "Deployment", "name": "web"}]})
+    below = []
+    try:
+        # The restart went out: secret_rotate now waits for the new Pod (90 s to Ready).
+        wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web"
+                 and d.metadata.generation >= 2, timeout=180, namespace=ns)
+        below = descendants(job.proc.pid)
+        assert [p for p in below if alive(p)], "the module runs"
+        assert_absent(files_text(tmp_root), {"new Secret content (while the module runs)": value})
+        os.kill(job.proc.pid, signal.SIGKILL)
+        job.proc.wait(timeout=30)
+        time.sleep(1)
+        assert_absent(files_text(tmp_root), {"new Secret content (after kill -9)": value})
+    finally:
+        for pid in [job.proc.pid] + below:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        for stream in (job.proc.stdout, job.proc.stderr):
+            stream.close()
+        os.unlink(job.results_file)
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+        force_release(lab, NS, "tensorfusion-ops-maintenance")
+    settle(api_client)
