@@ -86,6 +86,19 @@ options:
         always read consistently.
     type: bool
     default: true
+  lock_name:
+    description:
+      - The maintenance lock's Lease in O(namespace) (see M(tensorfusion.ops.maintenance_lock)).
+        When someone holds it, an info finding C(MAINTENANCE_LOCK_HELD) names the holder and the
+        expiry (a runbook started now would fail at its lock). An empty value, or a ServiceAccount
+        that may not read Leases, skips it.
+    type: str
+    default: tensorfusion-ops-maintenance
+  own_lock_holder:
+    description:
+      - The holder identity of the run asking (a runbook's precheck under its own lock): that
+        holder's lock is no finding.
+    type: str
   findings_per_code:
     description:
       - At most this many findings of one code; the rest of that code are counted in one
@@ -156,10 +169,16 @@ data:
   description:
     - The gathered picture - clusters, pools (with per-component hash, progress, synced,
       in_progress, auto_update), gpunodes, gpus (counts by phase), hypervisors, operator_pods,
-      controller, alert_manager, release (name, revision, status), warning_events, workloads.
+      controller, alert_manager, release (name, revision, status), warning_events, workloads, lock.
   returned: always
   type: dict
   contains:
+    lock:
+      description:
+        - The maintenance lock's Lease as M(tensorfusion.ops.maintenance_lock) returns it (holder,
+          acquire_time, renew_time, expires, stale, purpose, user, host, job_id); null without a
+          Lease, with O(lock_name) empty, or when Leases may not be read.
+      type: dict
     clusters:
       description: The TensorFusionClusters.
       type: list
@@ -268,8 +287,10 @@ def gather(module):
         raise InvalidInput("findings_per_code must be 0 (no limit) or more")
     with tfmodule.connected(module) as kube:
         data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
-                        params["events_limit"], params["workloads"], params["cached_reads"]).gather()
-    found = findings.builtin_findings(data) + findings.custom_findings(data, params["rules"])
+                        params["events_limit"], params["workloads"], params["cached_reads"],
+                        params["lock_name"]).gather()
+    found = findings.builtin_findings(data, params["own_lock_holder"]) + \
+        findings.custom_findings(data, params["rules"])
     order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
     found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))
     shown, omitted = findings.cap_per_code(found, params["findings_per_code"])
@@ -286,6 +307,8 @@ def main():
              workloads=dict(type="bool", default=True),
              cached_reads=dict(type="bool", default=True),
              findings_per_code=dict(type="int", default=20),
+             lock_name=dict(type="str", default="tensorfusion-ops-maintenance"),
+             own_lock_holder=dict(type="str"),
              rules=dict(type="list", elements="dict", default=[], options=dict(
                  code=dict(type="str", required=True),
                  severity=dict(type="str", required=True, choices=["blocking", "warning", "info"]),

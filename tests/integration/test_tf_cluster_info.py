@@ -281,3 +281,23 @@ def test_the_precheck_rbac_reads_the_rendering_and_without_get_it_is_an_info(lab
     assert found["severity"] == "info" and found["object"] == "tensorfusioncluster/tensor-fusion"
     assert "forbidden: get secrets in tensor-fusion-sys (Helm's storage Secret sh.helm.release.v1.tensor-fusion-sys.v" \
         in found["message"], found
+
+
+def test_a_held_maintenance_lock_is_an_info_finding_naming_holder_and_expiry(lab, api_client):
+    """Precheck while another runbook holds the lock says so (info: the run would fail at its
+    lock); the run's own lock is no finding; a free lock none."""
+    holder = "bob@laptop pid=7 run=%s purpose=upgrade" % uuid.uuid4().hex[:8]
+    lock = {"lock_kubeconfig": lab["kubeconfig"], "lock_holder": holder, "lock_ttl": 600}
+    taken = run_playbook("maintenance_lock.yml", lock)
+    assert taken.rc == 0, taken.stdout[-2000:]
+    try:
+        found = [f for f in info(lab)["findings"] if f["code"] == "MAINTENANCE_LOCK_HELD"]
+        assert [f["severity"] for f in found] == ["info"], found
+        assert "held by %s since " % holder in found[0]["message"] and "expires 20" in found[0]["message"]
+        assert not [f for f in info(lab, own_lock_holder=holder)["findings"] if f["code"] == "MAINTENANCE_LOCK_HELD"]
+    finally:
+        released = run_playbook("maintenance_lock.yml", dict(lock, lock_state="released"))
+        assert released.rc == 0
+    res = info(lab)
+    assert not [f for f in res["findings"] if f["code"] == "MAINTENANCE_LOCK_HELD"]
+    assert res["data"]["lock"]["holder"] is None

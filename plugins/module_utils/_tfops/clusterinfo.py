@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_drift
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_drift, locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.chart_rendering import ReleaseStorage
@@ -128,8 +128,9 @@ def selector_matches(selector, labels):
 
 class Gatherer:
     def __init__(self, kube, namespace, release, events_since=None, events_limit=30,
-                 workloads=True, cached_reads=True):
+                 workloads=True, cached_reads=True, lock_name=None):
         self.kube = kube
+        self.lock_name = lock_name
         self.namespace = namespace
         self.release = release
         self.events_since = parse_time(events_since) if events_since else None
@@ -161,6 +162,7 @@ class Gatherer:
             "release": self._release(),
             "warning_events": self._warning_events(),
             "workloads": self._workloads() if self.with_workloads else [],
+            "lock": self._lock(),
         }
         self._chart_drift(data["clusters"], live_pools)
         gpu_phases = self._gpu_phases()
@@ -193,6 +195,19 @@ class Gatherer:
                     "ready": int((obj.get("status") or {}).get("readyReplicas") or 0)}
         return self._list("StatefulSet", project, api_version="apps/v1", namespace=self.namespace,
                           label_selector=selector)
+
+    def _lock(self):
+        """The maintenance lock as its Lease says (None: no Lease, not asked, or not readable -
+        a precheck's ServiceAccount need not read Leases)."""
+        if not self.lock_name:
+            return None
+        try:
+            return locks.public_view(locks.lease_view(
+                locks.LeaseLock(self.kube, self.namespace, self.lock_name).read()))
+        except ApiError as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
 
     def _release(self):
         """The release's newest revision and status (from Helm's storage labels)."""

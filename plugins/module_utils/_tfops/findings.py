@@ -192,8 +192,27 @@ def _event_findings(data):
                         len(data["warning_events"]), data["warning_events"][0]["message"]))]
 
 
-def builtin_findings(data):
-    out = []
+def _lock_findings(data, own_holder=None):
+    """A maintenance lock held by someone (another runbook running, or one that died) is worth a
+    line; the run's own lock is not."""
+    lock = data.get("lock")
+    if not lock or not lock.get("holder") or lock["holder"] == own_holder:
+        return []
+    where = "lease/%s/%s" % (lock["namespace"], lock["name"])
+    if lock.get("stale"):
+        return [finding("MAINTENANCE_LOCK_HELD", "info", where,
+                        "the maintenance lock %s/%s is held by %s, who stopped renewing it (expired %s): "
+                        "the next runbook takes it over with a warning" % (
+                            lock["namespace"], lock["name"], lock["holder"], lock.get("expires")))]
+    return [finding("MAINTENANCE_LOCK_HELD", "info", where,
+                    "the maintenance lock %s/%s is held by %s since %s (expires %s unless renewed): a "
+                    "runbook started now fails at its lock" % (
+                        lock["namespace"], lock["name"], lock["holder"], lock.get("acquire_time"),
+                        lock.get("expires")))]
+
+
+def builtin_findings(data, own_lock_holder=None):
+    out = _lock_findings(data, own_lock_holder)
     for rule in (_cluster_findings, _chart_findings, _pool_findings, _node_findings, _operator_findings,
                  _workload_findings, _event_findings):
         out.extend(rule(data))

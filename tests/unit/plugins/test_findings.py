@@ -103,3 +103,24 @@ def test_cap_per_code_keeps_the_first_and_counts_the_rest_with_their_severity():
     assert marker["severity"] == "blocking" and "GPUNODE_NOT_RUNNING" in marker["message"]
     assert [f for f in shown if f["code"] == "WARNING_EVENTS"] == found[-1:]
     assert findings.cap_per_code(found, 0) == (found, {})
+
+
+def _lock_data(holder, stale=False):
+    return {"lock": {"namespace": "tensor-fusion-sys", "name": "tensorfusion-ops-maintenance",
+                     "holder": holder, "stale": stale, "acquire_time": "2026-12-01T02:00:00.000000Z",
+                     "expires": "2026-12-01T03:00:00.000000Z"}}
+
+
+def test_a_lock_held_by_another_run_is_an_info_finding_with_holder_and_expiry():
+    found, = findings._lock_findings(_lock_data("bob@laptop pid=7 run=x purpose=upgrade"), "alice@b run=y")
+    assert (found["code"], found["severity"]) == ("MAINTENANCE_LOCK_HELD", "info")
+    assert "held by bob@laptop pid=7 run=x purpose=upgrade since 2026-12-01T02:00:00" in found["message"]
+    assert "expires 2026-12-01T03:00:00" in found["message"]
+    stale, = findings._lock_findings(_lock_data("bob", stale=True))
+    assert "stopped renewing it" in stale["message"]
+
+
+def test_no_lock_finding_for_the_runs_own_lock_a_free_lock_or_none():
+    assert findings._lock_findings(_lock_data("alice@b run=y"), "alice@b run=y") == []
+    assert findings._lock_findings(_lock_data(None)) == []
+    assert findings._lock_findings({"lock": None}) == [] == findings._lock_findings({})
