@@ -96,7 +96,7 @@ options:
     default: tensorfusion-ops-maintenance
   own_lock_holder:
     description:
-      - The holder identity of the run asking (a runbook's precheck under its own lock): that
+      - The holder identity of the run asking (a runbook's precheck under its own lock); that
         holder's lock is no finding.
     type: str
   findings_per_code:
