@@ -147,8 +147,8 @@ def write_bundle(dest, name, files, key):
             path = os.path.join(temp, file_name)
             _write_private(path, text)
             index[file_name] = file_sha256(path)
-        _write_private(os.path.join(temp, INDEX), dumps({"format": FORMAT, "files": index,
-                                                          "signature": signing.signature_of(index, key)}))
+        signed = {"format": FORMAT, "files": index, "signature": signing.signature_of(index, key)}
+        _write_private(os.path.join(temp, INDEX), dumps(signed))
         os.rename(temp, final)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
