@@ -128,7 +128,10 @@ def load_snapshot(kube, path, name, namespace, signing_key=None, allow_unsigned=
     if not os.path.isdir(path):
         raise refused("snapshot %s is not a folder, nothing restored" % path)
     uid = cluster_identity(kube)[0]
-    key = read_key(kube, namespace, signing_key)
+    try:
+        key = read_key(kube, namespace, signing_key)
+    except InvalidInput as exc:  # a key Secret that holds no usable key, a signing_key too short
+        raise refused("snapshot %s cannot be verified, nothing restored: %s" % (path, exc.msg))
     meta, problems, signature = snapshots.verify_bundle(path, cluster_uid=uid, key=key,
                                                         allow_unsigned=allow_unsigned)
     description = snapshots.describe(path, meta, problems, signature)
