@@ -230,13 +230,19 @@ def run_snapshot(module):
     helm, server = open_helm(module)
     kube = _connect(module)
     try:
-        key, created = ensure_key(kube, params["namespace"], params.get("signing_key"), module.check_mode)
+        created = []
+
+        def get_key():
+            key, made = ensure_key(kube, params["namespace"], params.get("signing_key"), module.check_mode)
+            created.append(made)
+            return key
+
         with helm:
-            name, meta, files = capture(kube, helm, params, _on_secret(module), key)
+            name, meta, files, key = capture(kube, helm, params, _on_secret(module), get_key)
         uid = meta["cluster_uid"]
         result = {"changed": True, "api_server": server, "meta": meta,
                   "files": sorted(list(files) + [snapshots.INDEX]),
-                  "signing_key": _key_summary(key, params["namespace"], created)}
+                  "signing_key": _key_summary(key, params["namespace"], created[0])}
         existing = _described(dest)
         ours = snapshots.select(existing, params["name"], params["namespace"], uid)
         if module.check_mode:

@@ -96,11 +96,14 @@ def _secrets(kube, refs, key):
     return records
 
 
-def capture(kube, helm, params, on_secret, key):
-    """{file name: text} and meta of a bundle of the release, read now; every Secret value in it
-    as its fingerprint keyed with ``key`` (signing.BundleKey)."""
+def capture(kube, helm, params, on_secret, get_key):
+    """(bundle name, meta, {file name: text}, key) of a bundle of the release, read now; every
+    Secret value in it as its fingerprint keyed with the key ``get_key()`` returns (a
+    signing.BundleKey; asked for once the release is known to exist, so that a snapshot of a
+    release that is not there creates no key Secret)."""
     name, namespace = params["name"], params["namespace"]
     info, history = helm.release(name, namespace, all_values=True)
+    key = get_key()
     on_secret(secrets_in(info))
     keep = params.get("keep_secrets")
     uid, server_version = cluster_identity(kube)
@@ -141,4 +144,4 @@ def capture(kube, helm, params, on_secret, key):
         "secrets.json": snapshots.dumps(secrets),
     }
     bundle = snapshots.bundle_name(name, namespace, captured_at, info["revision"])
-    return bundle, meta, files
+    return bundle, meta, files, key
