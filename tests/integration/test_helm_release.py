@@ -323,6 +323,8 @@ def test_tampered_or_foreign_bundle_is_refused(lab, api_client, helm, tmp_path):
     # Another cluster's bundle (same files, another kube-system UID) is refused too.
     run = snapshot(lab, helm, tmp_path / "other")
     assert run.rc == 0
+    [item] = run.task_results("Info")["bundles"]
+    assert (item["usable"], item["signature"]) == (True, "verified"), item
     run = snapshot(lab, helm, tmp_path / "other", skip=True, info_cluster_uid="another-cluster")
     [item] = run.task_results("Info")["bundles"]
     assert item["usable"] is False and "another cluster" in item["problems"][0]
