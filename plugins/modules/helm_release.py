@@ -208,9 +208,28 @@ options:
   snapshot:
     description:
       - With V(rolled_back), the path of a bundle made by M(tensorfusion.ops.helm_snapshot). It must
-        verify (checksums, this cluster) and its revision must still be in the release history
-        unchanged.
+        verify (checksums, this cluster, and the HMAC-SHA256 signature of its index against the
+        snapshot key - the Secret C(tensorfusion-ops-snapshot-key) in O(namespace), or
+        O(signing_key)) and its revision must still be in the release history unchanged.
+      - A bundle that fails any check is refused before anything is written - the task fails with
+        C(error=UnusableBundle), C(refused=true) and C(changed=false). So is a bundle whose key
+        Secret no longer exists.
     type: path
+  signing_key:
+    description:
+      - With O(snapshot), the key the bundle was signed with when M(tensorfusion.ops.helm_snapshot)
+        was given its own O(tensorfusion.ops.helm_snapshot#module:signing_key) (at least 16
+        characters), instead of the key Secret in the cluster. Never shown in a result or a log.
+    type: str
+    version_added: 0.1.0
+  allow_unsigned:
+    description:
+      - With O(snapshot), accept a bundle with no signature (taken before signed bundles). Its
+        checksums are still verified, but anyone who can write the bundle folder can then forge
+        its content; a bundle with an invalid signature is refused either way.
+    type: bool
+    default: false
+    version_added: 0.1.0
   recover_pending:
     description:
       - What to do when the release is stuck C(pending-*). V(fail) stops with the status and the
@@ -414,9 +433,19 @@ method:
   type: str
   sample: rollback
 snapshot:
-  description: The bundle used, as M(tensorfusion.ops.helm_snapshot_info) describes it.
+  description:
+    - The bundle used, as M(tensorfusion.ops.helm_snapshot_info) describes it (with its
+      C(signature) status); also in the failed result of a refused bundle.
   returned: when snapshot is used
   type: dict
+refused:
+  description:
+    - True when the bundle of O(snapshot) was refused before anything was written (then
+      C(error=UnusableBundle) and C(changed=false)); a runbook's report counts such a rollback as
+      not having run.
+  returned: when a bundle is refused
+  type: bool
+  sample: true
 diff:
   description: Values and manifest (and restored componentConfig) before and after, secrets hashed.
   returned: in check mode and diff mode
@@ -460,6 +489,8 @@ def main():
              apply_crds=dict(type="bool", default=False),
              revision=dict(type="int"),
              snapshot=dict(type="path"),
+             signing_key=dict(type="str", no_log=True),
+             allow_unsigned=dict(type="bool", default=False),
              recover_pending=dict(type="str", default="fail", choices=["fail", "rollback"]),
              restore_component_config=dict(type="bool", default=True),
              stall_timeout=dict(type="int", default=600),

@@ -13,15 +13,25 @@ description:
   - Writes a bundle folder with the release's revision, status, chart and app version, user and
     computed values, manifest and history; every TensorFusionCluster (without status and
     server-set metadata); each GPUPool's spec and C(componentStatus); for every Secret the release
-    or the clusters reference, its name, type, keys and a sha256 of each value (never the value);
-    the helm and API server versions, the cluster's identity (API server URL and the
-    C(kube-system) namespace UID) and the time; and C(index.json) with the sha256 of every file.
+    or the clusters reference, its name, type, keys and a keyed fingerprint of each value (never
+    the value); the helm and API server versions, the cluster's identity (API server URL and the
+    C(kube-system) namespace UID) and the time; and C(index.json) with the sha256 of every file,
+    signed with HMAC-SHA256.
+  - The key lives in the cluster - the Secret C(tensorfusion-ops-snapshot-key) in O(namespace)
+    (labelled C(app.kubernetes.io/managed-by=tensorfusion.ops)), created with 32 random bytes by
+    the first snapshot - or is O(signing_key). The bundle holds the signature and the key's id (a
+    fingerprint of it), never the key, so whoever can edit a bundle folder cannot make a forged
+    bundle that M(tensorfusion.ops.helm_release) restores. Deleting the key Secret makes every
+    bundle signed with it unusable.
+  - Every Secret value the bundle stands in for (Secret data, secret-looking values and
+    environment values) is an HMAC-SHA256 with that key (C(hmac-sha256:...)), not a bare hash, so
+    a weak value cannot be guessed offline from the bundle.
   - A Helm revision alone may not cover GPU-pool configuration changed by hand; the bundle does,
     and M(tensorfusion.ops.helm_release) with O(tensorfusion.ops.helm_release#module:snapshot)
     rolls back to it.
   - Values whose keys look secret (passwords, tokens, keys, licences) and secret-looking
-    environment values are replaced by their sha256 unless O(keep_secrets) is set; Secret objects
-    in the manifest keep only hashes. Files are 0600 and folders 0700; the bundle is written to a
+    environment values are replaced by their keyed fingerprint unless O(keep_secrets) is set;
+    Secret objects in the manifest keep only fingerprints. Files are 0600 and folders 0700; the bundle is written to a
     temporary folder and renamed, so a partial bundle never looks complete.
   - Each V(present) run writes a new bundle (C(changed=true)); O(keep) prunes the older ones.
   - O(helm_flags) records the helm flags of the upgrade this restore point precedes (such as
@@ -88,6 +98,14 @@ options:
         type: list
         elements: str
         default: []
+  signing_key:
+    description:
+      - A key of your own (at least 16 characters) to sign the bundle and key its fingerprints with,
+        instead of the key Secret in the cluster (which is then neither read nor created). The
+        rollback needs the same key (M(tensorfusion.ops.helm_release)
+        O(tensorfusion.ops.helm_release#module:signing_key)). Never shown in a result or a log.
+    type: str
+    version_added: 0.1.0
   binary_path:
     description: Path of the helm binary; C(helm) on E(PATH) when left out.
     type: path
@@ -96,7 +114,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Reads everything and returns what it would capture and prune; writes nothing.
+    description: Reads everything and returns what it would capture and prune; writes nothing (not even a missing key Secret).
   diff_mode:
     support: none
     description: Returns no diff.
@@ -123,6 +141,11 @@ EXAMPLES = r"""
     helm_flags:
       disable_openapi_validation: true
       extra_args: [--history-max=20]
+
+- name: Restore point signed with a key from the vault instead of the cluster's key Secret
+  tensorfusion.ops.helm_snapshot:
+    dest: /var/lib/tfops/snapshots
+    signing_key: "{{ vault_tfops_snapshot_key }}"
 
 - name: Remove one bundle
   tensorfusion.ops.helm_snapshot:
@@ -161,7 +184,16 @@ meta:
     server_version: v1.20.2
     api_server: https://k8s.example.com:6443
     cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
+    key_id: 3f1c2a9b0d4e5f61
     helm_flags: {disable_openapi_validation: true, skip_crds: false, no_hooks: false, extra_args: []}
+signing_key:
+  description:
+    - The key the bundle is signed with - its id (C(key_id), also in C(meta.json) and C(index.json)),
+      whether this run created the key Secret (C(created); in check mode, whether it would), and
+      the Secret (C(namespace/name); null for O(signing_key)). Never the key.
+  returned: when state is present
+  type: dict
+  sample: {key_id: 3f1c2a9b0d4e5f61, created: false, secret: tensor-fusion-sys/tensorfusion-ops-snapshot-key}
 files:
   description: Files of the bundle.
   returned: when state is present
@@ -204,6 +236,7 @@ def main():
              bundle=dict(type="str"),
              keep=dict(type="int"),
              keep_secrets=dict(type="bool", default=False),
+             signing_key=dict(type="str", no_log=True),
              helm_flags=dict(type="dict", options=dict(
                  disable_openapi_validation=dict(type="bool", default=False),
                  skip_crds=dict(type="bool", default=False),

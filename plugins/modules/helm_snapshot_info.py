@@ -11,11 +11,13 @@ short_description: List and verify the snapshot bundles of M(tensorfusion.ops.he
 version_added: 0.1.0
 description:
   - Lists the bundles in a folder, newest first, optionally of one release, and verifies each -
-    every file against the sha256 in its index, no file missing or added, and the cluster it was
+    every file against the sha256 in its index, no file missing or added, the cluster it was
     captured on (the C(kube-system) namespace UID) against the cluster of the authentication
-    options.
-  - A bundle that fails any check is reported with C(usable=false) and its problems;
-    M(tensorfusion.ops.helm_release) refuses to restore from it.
+    options, and the HMAC-SHA256 signature of its index against the snapshot key (the Secret
+    C(tensorfusion-ops-snapshot-key) in the bundle's release namespace, or O(signing_key)).
+  - A bundle that fails any check is reported with C(usable=false) and its problems (never a
+    failure of the task); M(tensorfusion.ops.helm_release) refuses to restore from it. Each
+    bundle's C(signature) says what the signature check found.
 options:
   dest:
     description: Folder that holds the bundles.
@@ -31,13 +33,31 @@ options:
     aliases: [release_namespace]
   verify_cluster:
     description:
-      - Connect to the cluster and mark bundles captured on another cluster unusable.
+      - Connect to the cluster, mark bundles captured on another cluster unusable and read the
+        snapshot keys to check signatures with. V(false) connects to nothing; signatures are then
+        checked only with O(signing_key), and without it no signed bundle is usable.
     type: bool
     default: true
   cluster_uid:
     description:
-      - The cluster identity (C(kube-system) namespace UID) to check against, instead of connecting.
+      - The cluster identity (C(kube-system) namespace UID) to check against, instead of reading it
+        (the module still connects for the snapshot keys unless O(signing_key) is given).
     type: str
+  signing_key:
+    description:
+      - The key the bundles were signed with when M(tensorfusion.ops.helm_snapshot) was given its
+        own O(tensorfusion.ops.helm_snapshot#module:signing_key), instead of the key Secrets.
+        Never shown in a result or a log.
+    type: str
+    version_added: 0.1.0
+  allow_unsigned:
+    description:
+      - Count bundles with no signature (taken before signed bundles) as usable when their
+        checksums verify; see M(tensorfusion.ops.helm_release)
+        O(tensorfusion.ops.helm_release#module:allow_unsigned).
+    type: bool
+    default: false
+    version_added: 0.1.0
   only_this_cluster:
     description: Leave out bundles of other clusters instead of listing them as unusable.
     type: bool
@@ -77,6 +97,10 @@ bundles:
   description:
     - The bundles, newest capture first, with what verification found and the helm flags recorded
       for the upgrade that followed each (C(helm_flags), null when none were recorded).
+    - C(signature) is V(verified), V(invalid) (changed after capture), V(other_key) (signed with a
+      key that is not the one here), V(no_key) (no key to check it with - the key Secret is missing
+      or could not be read) or V(unsigned); only V(verified), or V(unsigned) with
+      O(allow_unsigned), leaves a bundle usable.
   returned: always
   type: list
   elements: dict
@@ -94,6 +118,7 @@ bundles:
       api_server: https://k8s.example.com:6443
       cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
       helm_flags: {disable_openapi_validation: true, skip_crds: false, no_hooks: false, extra_args: []}
+      signature: verified
       usable: true
       problems: []
 usable:
@@ -125,7 +150,9 @@ def main():
              namespace=dict(type="str", aliases=["release_namespace"]),
              verify_cluster=dict(type="bool", default=True),
              cluster_uid=dict(type="str"),
-             only_this_cluster=dict(type="bool", default=False)),
+             only_this_cluster=dict(type="bool", default=False),
+             signing_key=dict(type="str", no_log=True),
+             allow_unsigned=dict(type="bool", default=False)),
         supports_check_mode=True)
     tfmodule.run(module, run_snapshot_info)
 

@@ -114,8 +114,10 @@ RETURN = r"""
 status:
   description:
     - The outcome - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
-      V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback; the record's
-      C(changed) says whether anything had been written).
+      V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback, or with a
+      rollback that refused its snapshot before writing anything - C(refused) in the
+      M(tensorfusion.ops.helm_release) result, then the record's C(rollback.refused) is true; the
+      record's C(changed) says whether anything had been written).
   returned: always
   type: str
   sample: succeeded

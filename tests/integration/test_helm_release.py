@@ -267,26 +267,64 @@ def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
     assert res["helm_flags"]["no_hooks"] is False and res["helm_flags_source"]["no_hooks"] == "task"
 
 
+def forge(bundle, file_name, text):
+    """What a forger without the key does: change a file and recompute its checksum in index.json."""
+    (bundle / file_name).write_text(text)
+    index = json.loads((bundle / "index.json").read_text())
+    index["files"][file_name] = hashlib.sha256((bundle / file_name).read_bytes()).hexdigest()
+    (bundle / "index.json").write_text(json.dumps(index))
+
+
+def resource_versions(api_client):
+    """The TensorFusionCluster's and the release's Helm storage Secrets' resourceVersions."""
+    secrets = client.CoreV1Api(api_client).list_namespaced_secret(
+        NS, label_selector="owner=helm,name=%s" % RELEASE).items
+    return {"tfc": tfc(api_client)["metadata"]["resourceVersion"],
+            "secrets": sorted((s.metadata.name, s.metadata.resource_version) for s in secrets)}
+
+
 def test_tampered_or_foreign_bundle_is_refused(lab, api_client, helm, tmp_path):
     run = snapshot(lab, helm, tmp_path / "snaps")
     assert run.rc == 0, run.stdout[-3000:]
-    bundle = Path(run.task_results("Snapshot")["bundle"])
+    snap = run.task_results("Snapshot")
+    bundle = Path(snap["bundle"])
     assert oct(bundle.stat().st_mode & 0o777) == "0o700"
     assert all(oct(f.stat().st_mode & 0o777) == "0o600" for f in bundle.iterdir())
     assert not [p for p in (tmp_path / "snaps").iterdir() if p.name.startswith(".tmp-")]
-    # Tamper with the values.
-    values = bundle / "values.json"
-    values.write_text(json.dumps({"controller": {"image": {"tag": "evil"}}}))
-    before = history(helm, lab)
+    # The key lives in the cluster, labelled as the collection's; no form of it is in the bundle.
+    key_secret = client.CoreV1Api(api_client).read_namespaced_secret("tensorfusion-ops-snapshot-key", NS)
+    assert key_secret.metadata.labels["app.kubernetes.io/managed-by"] == "tensorfusion.ops"
+    assert snap["signing_key"]["secret"] == NS + "/tensorfusion-ops-snapshot-key"
+    raw = base64.b64decode(key_secret.data["key"])
+    assert len(raw) == 32
+    for path in bundle.iterdir():
+        data = path.read_bytes()
+        assert raw not in data and key_secret.data["key"].encode() not in data and raw.hex().encode() not in data
+    assert key_secret.data["key"] not in run.stdout + json.dumps(run.results)
+    assert json.loads((bundle / "index.json").read_text())["signature"]["key_id"] == snap["signing_key"]["key_id"]
+    # A forger edits the TensorFusionCluster and recomputes index.json: refused before any write.
+    tfcs = json.loads((bundle / "tensorfusionclusters.json").read_text())
+    tfcs[0]["spec"]["gpuPools"][0]["specTemplate"]["componentConfig"]["hypervisor"]["image"] = HV + ":forged"
+    forge(bundle, "tensorfusionclusters.json", json.dumps(tfcs))
+    before, versions = history(helm, lab), resource_versions(api_client)
+    run = snapshot(lab, helm, tmp_path / "snaps", skip=True)
+    [item] = run.task_results("Info")["bundles"]
+    assert (item["usable"], item["signature"]) == (False, "invalid"), item
+    run, res = release(lab, helm, state="rolled_back", snapshot=str(bundle))
+    assert run.rc != 0 and res["error"] == "UnusableBundle", res
+    assert res["refused"] is True and res["changed"] is False
+    assert "the index's signature does not verify" in res["msg"]
+    assert history(helm, lab) == before and resource_versions(api_client) == versions
+    # Tamper with the values, index left: the checksum says so.
+    (bundle / "values.json").write_text(json.dumps({"controller": {"image": {"tag": "evil"}}}))
     run = snapshot(lab, helm, tmp_path / "snaps", skip=True)
     [item] = run.task_results("Info")["bundles"]
     assert item["usable"] is False and any("values.json" in p for p in item["problems"])
-    run, res = release(lab, helm, state="rolled_back", snapshot=str(bundle))
-    assert run.rc != 0 and "unusable" in res["msg"]
-    assert history(helm, lab) == before
     # Another cluster's bundle (same files, another kube-system UID) is refused too.
     run = snapshot(lab, helm, tmp_path / "other")
     assert run.rc == 0
+    [item] = run.task_results("Info")["bundles"]
+    assert (item["usable"], item["signature"]) == (True, "verified"), item
     run = snapshot(lab, helm, tmp_path / "other", skip=True, info_cluster_uid="another-cluster")
     [item] = run.task_results("Info")["bundles"]
     assert item["usable"] is False and "another cluster" in item["problems"][0]
@@ -295,12 +333,11 @@ def test_tampered_or_foreign_bundle_is_refused(lab, api_client, helm, tmp_path):
     meta = json.loads((other / "meta.json").read_text())
     meta["cluster_uid"] = "0000-another-cluster"
     (other / "meta.json").write_text(json.dumps(meta))
-    index = json.loads((other / "index.json").read_text())
-    index["files"]["meta.json"] = hashlib.sha256((other / "meta.json").read_bytes()).hexdigest()
-    (other / "index.json").write_text(json.dumps(index))
+    forge(other, "meta.json", json.dumps(meta))
     run = snapshot(lab, helm, tmp_path / "other", skip=True)
     [item] = run.task_results("Info")["bundles"]
     assert item["usable"] is False and item["problems"] == [
+        "the index's signature does not verify (the bundle was changed after capture)",
         "captured on another cluster (kube-system UID 0000-another-cluster at %s; this cluster is %s)"
         % (meta["api_server"], run.task_results("Info")["cluster_uid"])]
     run, res = release(lab, helm, state="rolled_back", snapshot=str(other))

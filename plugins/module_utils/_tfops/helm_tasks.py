@@ -10,7 +10,7 @@ import hashlib
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, signing, snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import (
     build_configuration,
     resolve_auth,
@@ -90,39 +90,62 @@ def apply_crds(kube, helm, params, check_mode, flags=None):
     return applied
 
 
-def _snapshot_expectation(meta):
+def _holds(recorded, legacy, text, key):
+    """Whether ``text`` is what the bundle recorded: its keyed fingerprint, or the bare sha256 hex
+    of a bundle taken before keyed fingerprints."""
+    if recorded:
+        return signing.matches(recorded, text, key)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() == legacy
+
+
+def _snapshot_expectation(meta, key):
     def expect(target):
         problems = []
-        if hashlib.sha256((target["manifest"] or "").encode("utf-8")).hexdigest() != meta.get("manifest_sha256"):
+        if not _holds(meta.get("manifest_fingerprint"), meta.get("manifest_sha256"), target["manifest"] or "", key):
             problems.append("manifest")
-        if hashlib.sha256(snapshots.dumps(target["values"]).encode("utf-8")).hexdigest() != meta.get("values_sha256"):
+        if not _holds(meta.get("values_fingerprint"), meta.get("values_sha256"),
+                      snapshots.dumps(target["values"]), key):
             problems.append("values")
         if problems:
-            raise snapshots.UnusableBundle(
+            raise refused(
                 "revision %s of release %s no longer holds the %s the snapshot recorded (the history "
                 "was rewritten); refusing to roll back to it" % (
                     meta["revision"], meta["release"], " and ".join(problems)))
     return expect
 
 
-def load_snapshot(kube, path, name, namespace):
-    """(meta, description, saved clusters) of a bundle that verifies against this cluster."""
+def refused(msg, **details):
+    """The typed refusal of a bundle before any write: ``refused`` and ``changed=false`` in the
+    failed result are what the runbook's report reads (report.rollback_refused)."""
+    return snapshots.UnusableBundle(msg, refused=True, changed=False, **details)
+
+
+def load_snapshot(kube, path, name, namespace, signing_key=None, allow_unsigned=False):
+    """(meta, description, saved clusters, key) of a bundle that verifies against this cluster:
+    checksums, the cluster's identity, and its signature against the key of the release's
+    namespace (or ``signing_key``). Any failure refuses the bundle before anything is written."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
         cluster_identity,
+        read_key,
     )
     path = os.path.abspath(os.path.expanduser(path))
     if not os.path.isdir(path):
-        raise InvalidInput("snapshot %s is not a folder" % path)
+        raise refused("snapshot %s is not a folder, nothing restored" % path)
     uid = cluster_identity(kube)[0]
-    meta, problems = snapshots.verify_bundle(path, cluster_uid=uid)
-    description = snapshots.describe(path, meta, problems)
+    try:
+        key = read_key(kube, namespace, signing_key)
+    except InvalidInput as exc:  # a key Secret that holds no usable key, a signing_key too short
+        raise refused("snapshot %s cannot be verified, nothing restored: %s" % (path, exc.msg))
+    meta, problems, signature = snapshots.verify_bundle(path, cluster_uid=uid, key=key,
+                                                        allow_unsigned=allow_unsigned)
+    description = snapshots.describe(path, meta, problems, signature)
     if problems:
-        raise snapshots.UnusableBundle("snapshot %s is unusable, nothing restored: %s" % (
+        raise refused("snapshot %s is unusable, nothing restored: %s" % (
             path, "; ".join(problems)), snapshot=description)
     if (meta["release"], meta["namespace"]) != (name, namespace):
-        raise InvalidInput("snapshot %s is of release %s in namespace %s, not %s in %s" % (
-            path, meta["release"], meta["namespace"], name, namespace))
-    return meta, description, snapshots.read_json(path, "tensorfusionclusters.json")
+        raise refused("snapshot %s is of release %s in namespace %s, not %s in %s; nothing restored" % (
+            path, meta["release"], meta["namespace"], name, namespace), snapshot=description)
+    return meta, description, snapshots.read_json(path, "tensorfusionclusters.json"), key
 
 
 def run_release(module, deadline):
@@ -163,16 +186,18 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import (
         ComponentConfigRestore,
     )
-    meta, description, clusters = load_snapshot(
-        kube, params["snapshot"], params["name"], params["namespace"])
+    meta, description, clusters, key = load_snapshot(
+        kube, params["snapshot"], params["name"], params["namespace"], params.get("signing_key"),
+        params.get("allow_unsigned"))
     # The flags the upgrade after this snapshot used, where the task sets none of its own.
     task.helm.check_flags(task.use_flags(meta.get("helm_flags")))
     restore = None
     if params["restore_component_config"]:
         restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
-                                         deadline, params["stall_timeout"], params["namespace"])
+                                         deadline, params["stall_timeout"], params["namespace"],
+                                         key=key)
         restore.prepare()
-    result = task.rolled_back(meta["revision"], _snapshot_expectation(meta))
+    result = task.rolled_back(meta["revision"], _snapshot_expectation(meta, key))
     result["snapshot"] = description
     result["component_config"] = []
     if task.held:
@@ -202,15 +227,26 @@ def run_snapshot(module):
     dest = os.path.abspath(os.path.expanduser(params["dest"]))
     if params["state"] == "absent":
         return _remove(module, dest)
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import ensure_key
     recorded_flags(params.get("helm_flags"))  # refuse a flag outside the allow-list first
+    if params.get("signing_key"):
+        signing.key_from_text(params["signing_key"])  # refused before anything is read
     helm, server = open_helm(module)
     kube = _connect(module)
     try:
+        created = []
+
+        def get_key():
+            key, made = ensure_key(kube, params["namespace"], params.get("signing_key"), module.check_mode)
+            created.append(made)
+            return key
+
         with helm:
-            name, meta, files = capture(kube, helm, params, _on_secret(module))
+            name, meta, files, key = capture(kube, helm, params, _on_secret(module), get_key)
         uid = meta["cluster_uid"]
         result = {"changed": True, "api_server": server, "meta": meta,
-                  "files": sorted(list(files) + [snapshots.INDEX])}
+                  "files": sorted(list(files) + [snapshots.INDEX]),
+                  "signing_key": _key_summary(key, params["namespace"], created[0])}
         existing = _described(dest)
         ours = snapshots.select(existing, params["name"], params["namespace"], uid)
         if module.check_mode:
@@ -218,7 +254,7 @@ def run_snapshot(module):
             result["pruned"] = [i["path"] for i in snapshots.to_prune(
                 [{"path": result["bundle"]}] + ours, params.get("keep"))]
             return result
-        result["bundle"] = snapshots.write_bundle(dest, name, files)
+        result["bundle"] = snapshots.write_bundle(dest, name, files, key)
         ours = snapshots.select(_described(dest), params["name"], params["namespace"], uid)
         pruned = snapshots.to_prune(ours, params.get("keep"))
         for item in pruned:
@@ -229,10 +265,17 @@ def run_snapshot(module):
         kube.close()
 
 
+def _key_summary(key, namespace, created):
+    """Where the bundle key is, and its id; never the key."""
+    return {"key_id": key.key_id, "created": created,
+            "secret": None if key.source == "option" else "%s/%s" % (namespace, signing.SECRET_NAME)}
+
+
 def _described(dest):
+    """The bundles in dest for listing and pruning (no restore: the signature is not checked)."""
     items = []
     for path in snapshots.list_bundles(dest):
-        meta, problems = snapshots.verify_bundle(path)
+        meta, problems, _signature = snapshots.verify_bundle(path, signed=False)
         items.append(snapshots.describe(path, meta, problems))
     return items
 
@@ -259,20 +302,44 @@ def _remove(module, dest):
 def run_snapshot_info(module):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
         cluster_identity,
+        read_key,
     )
     params = module.params
     dest = os.path.abspath(os.path.expanduser(params["dest"]))
     uid, server = params.get("cluster_uid"), None
-    if params["verify_cluster"] and not uid:
-        kube = _connect(module)
-        try:
-            uid, server = cluster_identity(kube)[0], kube.server
-        finally:
+    given = signing.key_from_text(params["signing_key"]) if params.get("signing_key") else None
+    keys, items, warnings = {}, [], []
+    # Connected for the cluster's identity and for the keys (unless both are given).
+    kube = _connect(module) if params["verify_cluster"] and not (uid and given) else None
+
+    def key_for(meta):
+        """The key of the bundle's release namespace, read once per namespace and never failing:
+        a key that cannot be read leaves the signature unchecked and the bundle unusable."""
+        if given is not None or kube is None:
+            return given
+        namespace = (meta or {}).get("namespace")
+        if namespace not in keys:
+            try:
+                keys[namespace] = read_key(kube, namespace) if namespace else None
+            except (ApiError, InvalidInput) as exc:
+                warnings.append("the snapshot key of namespace %s could not be read: %s" % (namespace, exc.msg))
+                keys[namespace] = None
+        return keys[namespace]
+
+    try:
+        if kube is not None:
+            server = kube.server
+            if not uid:
+                uid = cluster_identity(kube)[0]
+        for path in snapshots.list_bundles(dest):
+            meta, problems, signature = snapshots.verify_bundle(
+                path, cluster_uid=uid, key=key_for, allow_unsigned=params["allow_unsigned"])
+            items.append(snapshots.describe(path, meta, problems, signature))
+    finally:
+        if kube is not None:
             kube.close()
-    items = []
-    for path in snapshots.list_bundles(dest):
-        meta, problems = snapshots.verify_bundle(path, cluster_uid=uid)
-        items.append(snapshots.describe(path, meta, problems))
+    for warning in warnings:
+        module.warn(warning)
     chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
                               uid if params["only_this_cluster"] else None)
     return {"changed": False, "bundles": chosen, "cluster_uid": uid, "api_server": server,

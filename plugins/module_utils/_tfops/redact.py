@@ -44,23 +44,24 @@ def value_hash(value):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def redact_values(values, keep_secrets=False):
-    """Helm values with the leaves under secret-looking keys replaced by their hash."""
+def redact_values(values, keep_secrets=False, fingerprint=value_hash):
+    """Helm values with the leaves under secret-looking keys replaced by their hash
+    (``fingerprint``: the bare value_hash for results, a bundle key's keyed one in bundles)."""
     if keep_secrets:
         return values
     if isinstance(values, dict):
         out = {}
         for key, value in values.items():
             if looks_secret(key) and not isinstance(value, (dict, list)) and value not in (None, ""):
-                out[key] = value_hash(value)
+                out[key] = fingerprint(value)
             elif looks_secret(key) and isinstance(value, list):
-                out[key] = [value_hash(v) if not isinstance(v, (dict, list)) else redact_values(v)
-                            for v in value]
+                out[key] = [fingerprint(v) if not isinstance(v, (dict, list))
+                            else redact_values(v, fingerprint=fingerprint) for v in value]
             else:
-                out[key] = redact_values(value)
+                out[key] = redact_values(value, fingerprint=fingerprint)
         return out
     if isinstance(values, list):
-        return [redact_values(v) for v in values]
+        return [redact_values(v, fingerprint=fingerprint) for v in values]
     return values
 
 
@@ -84,27 +85,28 @@ def secret_leaves(values, under_secret=False):
     return [v for v in found if len(v) >= 3]
 
 
-def _mask_env(node):
+def _mask_env(node, fingerprint):
     if isinstance(node, dict):
-        out = dict((k, _mask_env(v)) for k, v in node.items())
+        out = dict((k, _mask_env(v, fingerprint)) for k, v in node.items())
         if isinstance(node.get("name"), str) and "value" in node and _ENV_SECRET.search(node["name"]) \
                 and node["value"] not in (None, ""):
-            out["value"] = value_hash(node["value"])
+            out["value"] = fingerprint(node["value"])
         return out
     if isinstance(node, list):
-        return [_mask_env(v) for v in node]
+        return [_mask_env(v, fingerprint) for v in node]
     return node
 
 
-def mask_object(obj):
-    """One Kubernetes object with Secret data reduced to hashes and secret-looking env masked."""
+def mask_object(obj, fingerprint=value_hash):
+    """One Kubernetes object with Secret data reduced to hashes and secret-looking env masked
+    (``fingerprint`` as for redact_values)."""
     if not isinstance(obj, dict):
         return obj
-    out = _mask_env(obj)
+    out = _mask_env(obj, fingerprint)
     if obj.get("kind") == "Secret":
         for field in ("data", "stringData"):
             if isinstance(obj.get(field), dict):
-                out[field] = dict((k, value_hash(v)) for k, v in obj[field].items())
+                out[field] = dict((k, fingerprint(v)) for k, v in obj[field].items())
     return out
 
 
@@ -118,9 +120,9 @@ def parse_manifest(text):
         raise InvalidInput("cannot parse a Helm manifest: %s" % exc)
 
 
-def mask_manifest(text):
+def mask_manifest(text, fingerprint=value_hash):
     """A manifest as YAML text again, with every Secret's values replaced by hashes."""
-    docs = [mask_object(d) for d in parse_manifest(text)]
+    docs = [mask_object(d, fingerprint) for d in parse_manifest(text)]
     return "".join("---\n" + yaml.safe_dump(d, default_flow_style=False, sort_keys=True) for d in docs)
 
 

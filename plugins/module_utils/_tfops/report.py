@@ -191,6 +191,14 @@ def snapshot_summary(snapshot):
                 if k in source)
 
 
+def rollback_refused(rollback):
+    """The rollback refused its snapshot before writing anything (helm_release's failed result
+    says so in ``refused``, with ``changed`` false; the rollback role's result when it found no
+    usable bundle too): the run is then ``failed``, as if no rollback had run."""
+    return isinstance(rollback, dict) and bool(rollback.get("failed")) and rollback.get("refused") is True \
+        and not rollback.get("changed")
+
+
 def rollback_message(rollback, steps):
     """Why a rollback failed: its own result's message, else that of its failed step (a rollback
     that never started, such as one whose lock renewal found no API server)."""
@@ -210,7 +218,9 @@ def build_record(params, ended):
     steps = build_steps(marks, results, ended, failed_steps, (error or {}).get("step_errors"))
     paused = paused_pools(results.get("pools"))
     rollback = results.get("rollback") if isinstance(results.get("rollback"), dict) else {}
-    rollback_ran = any(s["name"] == "rollback" for s in steps) or bool(rollback and not rollback.get("skipped"))
+    refused = rollback_refused(rollback)
+    rollback_ran = not refused and (
+        any(s["name"] == "rollback" for s in steps) or bool(rollback and not rollback.get("skipped")))
     rollback_ok = rollback_ran and not rollback.get("failed") and \
         not failed_steps & set(["rollback", "verify_after_rollback"])
     status = decide_status(steps, error, paused, rollback_ran, rollback_ok)
@@ -244,8 +254,9 @@ def build_record(params, ended):
         "snapshot": snapshot_summary(params.get("snapshot")),
         "pools": pool_progress(results.get("pools")),
         "paused_pools": paused,
-        "rollback": None if not rollback_ran else {
-            "ok": rollback_ok, "target_revision": rollback.get("target_revision"),
+        "rollback": {"ok": False, "refused": True, "target_revision": None, "method": None,
+                     "msg": rollback_message(rollback, steps)} if refused else None if not rollback_ran else {
+            "ok": rollback_ok, "refused": False, "target_revision": rollback.get("target_revision"),
             "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps)},
         "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
                                          "msg": str(error.get("msg") or "")},
@@ -276,8 +287,10 @@ def summary_line(record):
             "rollback_failed": "the rollback failed: see the error and the steps",
             "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
-            "failed": "failed after changing the cluster, not rolled back" if record.get("changed")
-            else "failed before any change"}[record["status"]]
+            "failed": ("failed after changing the cluster, not rolled back" if record.get("changed")
+                       else "failed before any change") + (
+                " (the snapshot was refused before any write)" if (record.get("rollback") or {}).get("refused")
+                else "")}[record["status"]]
     lock = record.get("lock") or {}
     release_failed = lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != NOT_RELEASED_YET
     held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") if release_failed else ""

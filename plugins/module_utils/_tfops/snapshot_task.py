@@ -1,15 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Capturing a snapshot bundle from the cluster (helm + API) and the cluster's identity; the
-bundle format itself lives in snapshots.py."""
+"""Capturing a snapshot bundle from the cluster (helm + API), the cluster's identity and the
+bundle key (the Secret in the release's namespace, created on first use, or the task's own key);
+the bundle format itself lives in snapshots.py, the signature and fingerprints in signing.py."""
 
 from __future__ import annotations
 
-import hashlib
+import secrets as random_source
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, signing, snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import (
@@ -32,6 +33,43 @@ def cluster_identity(kube):
     return uid, version
 
 
+def read_key(kube, namespace, given=None):
+    """The bundle key: the task's ``given`` key (text), else the key Secret of ``namespace``;
+    None when that Secret does not exist."""
+    if given:
+        return signing.key_from_text(given)
+    api = kube.resource("Secret", api_version="v1")
+    try:
+        secret = kube.call("get", "secrets/%s/%s" % (namespace, signing.SECRET_NAME), api.get,
+                           name=signing.SECRET_NAME, namespace=namespace).to_dict()
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return signing.key_from_secret(secret)
+
+
+def ensure_key(kube, namespace, given=None, check_mode=False):
+    """(key, created): the bundle key, the key Secret created with 32 random bytes when there is
+    none (in check mode: a throwaway key, nothing created). Two snapshots racing: the one whose
+    create loses reads the winner's key."""
+    key = read_key(kube, namespace, given)
+    if key is not None:
+        return key, False
+    raw = random_source.token_bytes(signing.KEY_BYTES)
+    if check_mode:
+        return signing.BundleKey(raw, "would be created"), True
+    api = kube.resource("Secret", api_version="v1")
+    try:
+        kube.call("create", "secrets/%s" % namespace, api.create,
+                  body=signing.key_secret(namespace, raw), namespace=namespace)
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+        return read_key(kube, namespace), False
+    return signing.BundleKey(raw, "secret"), True
+
+
 def _list(kube, kind):
     try:
         api = kube.resource(kind, group=GROUP)
@@ -42,7 +80,7 @@ def _list(kube, kind):
     return kube.call("list", kind, api.get).to_dict()["items"]
 
 
-def _secrets(kube, refs):
+def _secrets(kube, refs, key):
     api = kube.resource("Secret", api_version="v1")
     records = []
     for namespace, name in refs:
@@ -54,14 +92,18 @@ def _secrets(kube, refs):
                 raise
             records.append({"namespace": namespace, "name": name, "missing": True})
             continue
-        records.append(snapshots.secret_record(secret))
+        records.append(snapshots.secret_record(secret, key))
     return records
 
 
-def capture(kube, helm, params, on_secret):
-    """{file name: text} and meta of a bundle of the release, read now."""
+def capture(kube, helm, params, on_secret, get_key):
+    """(bundle name, meta, {file name: text}, key) of a bundle of the release, read now; every
+    Secret value in it as its fingerprint keyed with the key ``get_key()`` returns (a
+    signing.BundleKey; asked for once the release is known to exist, so that a snapshot of a
+    release that is not there creates no key Secret)."""
     name, namespace = params["name"], params["namespace"]
     info, history = helm.release(name, namespace, all_values=True)
+    key = get_key()
     on_secret(secrets_in(info))
     keep = params.get("keep_secrets")
     uid, server_version = cluster_identity(kube)
@@ -70,7 +112,7 @@ def capture(kube, helm, params, on_secret):
     for tfc in clusters:
         on_secret(redact.secret_leaves(tfc.get("spec") or {}))
     objects = redact.parse_manifest(info["manifest"]) + clusters
-    secrets = _secrets(kube, snapshots.secret_references(objects, namespace))
+    secrets = _secrets(kube, snapshots.secret_references(objects, namespace), key)
     captured_at = utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     meta = {"format": snapshots.FORMAT, "release": name, "namespace": namespace,
             "revision": info["revision"], "status": info["status"], "chart": info["chart"],
@@ -80,23 +122,26 @@ def capture(kube, helm, params, on_secret):
             "keep_secrets": bool(keep),
             # The helm flags of the upgrade this restore point precedes: a rollback to it uses them.
             "helm_flags": recorded_flags(params.get("helm_flags")),
-            # The stored revision's exact manifest and values, to recognise it at restore time.
-            "manifest_sha256": hashlib.sha256(info["manifest"].encode("utf-8")).hexdigest(),
-            "values_sha256": hashlib.sha256(snapshots.dumps(info["values"]).encode("utf-8")).hexdigest(),
+            # The stored revision's exact manifest and values, to recognise it at restore time
+            # (keyed: with the redacted values beside it, a bare hash would test guesses offline).
+            "manifest_fingerprint": key.fingerprint(info["manifest"]),
+            "values_fingerprint": key.fingerprint(snapshots.dumps(info["values"])),
+            "key_id": key.key_id,
             "clusters": sorted(c["metadata"]["name"] for c in clusters),
             "gpupools": sorted(p["metadata"]["name"] for p in pools),
             "secrets": len(secrets)}
     files = {
         snapshots.META: snapshots.dumps(meta),
-        "values.json": snapshots.dumps(info["values"] if keep else redact.redact_values(info["values"])),
-        "computed-values.json": snapshots.dumps(info["computed_values"] if keep else
-                                                redact.redact_values(info["computed_values"])),
-        "manifest.yaml": redact.mask_manifest(info["manifest"]),
+        "values.json": snapshots.dumps(info["values"] if keep else
+                                       redact.redact_values(info["values"], fingerprint=key.fingerprint)),
+        "computed-values.json": snapshots.dumps(info["computed_values"] if keep else redact.redact_values(
+            info["computed_values"], fingerprint=key.fingerprint)),
+        "manifest.yaml": redact.mask_manifest(info["manifest"], key.fingerprint),
         "history.json": snapshots.dumps(history),
         "tensorfusionclusters.json": snapshots.dumps(
-            [snapshots.mask_cluster(c, keep) for c in clusters]),
+            [snapshots.mask_cluster(c, key, keep) for c in clusters]),
         "gpupools.json": snapshots.dumps([snapshots.pool_record(p) for p in pools]),
         "secrets.json": snapshots.dumps(secrets),
     }
     bundle = snapshots.bundle_name(name, namespace, captured_at, info["revision"])
-    return bundle, meta, files
+    return bundle, meta, files, key

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Snapshot bundles of a Helm release and its TensorFusion state: what goes in (pure: cleaning,
 redaction, the Secret references), how a bundle is written (0700 folder, 0600 files, a temporary
-folder renamed at the end, an index with the sha256 of every file), verified, listed and pruned."""
+folder renamed at the end, an index with the sha256 of every file, signed with the cluster's
+snapshot key: signing.py), verified, listed and pruned."""
 
 from __future__ import annotations
 
@@ -16,13 +17,11 @@ import re
 import shutil
 import tempfile
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.redact import (
-    mask_object,
-    value_hash,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.redact import mask_object
 
-FORMAT = 1
+FORMAT = 2  # 2: a signed index and keyed fingerprints; 1: checksums and bare sha256 only
 INDEX = "index.json"
 META = "meta.json"
 TEMP_PREFIX = ".tmp-"
@@ -85,25 +84,27 @@ def secret_references(objects, default_namespace):
     return sorted(found)
 
 
-def secret_record(secret):
-    """Name, type, keys and a sha256 of each (decoded) value; never the value."""
+def secret_record(secret, key):
+    """Name, type, keys and the keyed fingerprint (``key``: a signing.BundleKey) of each decoded
+    value; never the value, nor a bare hash of it that could be guessed offline."""
     data = secret.get("data") or {}
     hashes = {}
-    for key, value in sorted(data.items()):
+    for name, value in sorted(data.items()):
         try:
             raw = base64.b64decode(value or "")
         except (ValueError, TypeError):
             raw = (value or "").encode("utf-8")
-        hashes[key] = value_hash(raw)
+        hashes[name] = key.fingerprint(raw)
     meta = secret.get("metadata") or {}
     return {"namespace": meta.get("namespace"), "name": meta.get("name"),
-            "type": secret.get("type"), "keys": sorted(data), "sha256": hashes}
+            "type": secret.get("type"), "keys": sorted(data), "fingerprints": hashes}
 
 
-def mask_cluster(tfc, keep_secrets=False):
-    """A cleaned TensorFusionCluster with secret-looking env values hashed (unless kept)."""
+def mask_cluster(tfc, key, keep_secrets=False):
+    """A cleaned TensorFusionCluster with secret-looking env values replaced by their keyed
+    fingerprint (unless kept)."""
     cleaned = clean_object(tfc)
-    return cleaned if keep_secrets else mask_object(cleaned)
+    return cleaned if keep_secrets else mask_object(cleaned, key.fingerprint)
 
 
 def bundle_name(release, namespace, captured_at, revision):
@@ -130,8 +131,9 @@ def _write_private(path, text):
         handle.write(text)
 
 
-def write_bundle(dest, name, files):
-    """Write {file name: text} as dest/name with an index; atomic by rename. Returns the path."""
+def write_bundle(dest, name, files, key):
+    """Write {file name: text} as dest/name with an index signed with ``key`` (a
+    signing.BundleKey); atomic by rename. Returns the path."""
     if not os.path.isdir(dest):
         os.makedirs(dest, mode=0o700)
     final = os.path.join(dest, name)
@@ -145,7 +147,8 @@ def write_bundle(dest, name, files):
             path = os.path.join(temp, file_name)
             _write_private(path, text)
             index[file_name] = file_sha256(path)
-        _write_private(os.path.join(temp, INDEX), dumps({"format": FORMAT, "files": index}))
+        signed = {"format": FORMAT, "files": index, "signature": signing.signature_of(index, key)}
+        _write_private(os.path.join(temp, INDEX), dumps(signed))
         os.rename(temp, final)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
@@ -159,14 +162,21 @@ def read_json(bundle, file_name):
         return json.load(handle)
 
 
-def verify_bundle(bundle, cluster_uid=None):
-    """(meta or None, problems): checksums of every indexed file, no unindexed file, the index
-    complete, and when ``cluster_uid`` is given, the bundle's cluster."""
+def verify_bundle(bundle, cluster_uid=None, key=None, allow_unsigned=False, signed=True):
+    """(meta or None, problems, signature status): checksums of every indexed file, no unindexed
+    file, the index complete, and when ``cluster_uid`` is given, the bundle's cluster; with
+    ``signed``, the index's signature against ``key`` (a signing.BundleKey, None when none is
+    known, or a function of the bundle's meta that returns one), an unsigned bundle being a problem
+    unless ``allow_unsigned``. Without ``signed`` the status is None (a listing that restores
+    nothing)."""
     problems = []
     try:
         index = read_json(bundle, INDEX)
+        if not isinstance(index, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        return None, ["no readable %s (an incomplete or foreign folder): %s" % (INDEX, exc)]
+        return None, ["no readable %s (an incomplete or foreign folder): %s" % (INDEX, exc)], \
+            (signing.INVALID if signed else None)
     files = index.get("files") or {}
     if META not in files:
         problems.append("%s is not in the index" % META)
@@ -191,7 +201,13 @@ def verify_bundle(bundle, cluster_uid=None):
     if meta is not None and cluster_uid and meta.get("cluster_uid") != cluster_uid:
         problems.append("captured on another cluster (kube-system UID %s at %s; this cluster is %s)"
                         % (meta.get("cluster_uid"), meta.get("api_server"), cluster_uid))
-    return meta, problems
+    status = None
+    if signed:
+        status, problem = signing.check_signature(index, key(meta) if callable(key) else key,
+                                                  allow_unsigned)
+        if problem:
+            problems.insert(0, problem)
+    return meta, problems, status
 
 
 def list_bundles(dest):
@@ -203,7 +219,7 @@ def list_bundles(dest):
                   and os.path.isfile(os.path.join(dest, n, INDEX)))
 
 
-def describe(bundle, meta, problems):
+def describe(bundle, meta, problems, signature=None):
     meta = meta or {}
     return {"path": bundle, "name": os.path.basename(bundle), "release": meta.get("release"),
             "namespace": meta.get("namespace"), "revision": meta.get("revision"),
@@ -211,7 +227,7 @@ def describe(bundle, meta, problems):
             "chart_version": meta.get("chart_version"), "app_version": meta.get("app_version"),
             "captured_at": meta.get("captured_at"), "api_server": meta.get("api_server"),
             "cluster_uid": meta.get("cluster_uid"), "helm_flags": meta.get("helm_flags"),
-            "usable": not problems, "problems": problems}
+            "signature": signature, "usable": not problems, "problems": problems}
 
 
 def select(items, release=None, namespace=None, cluster_uid=None):
@@ -241,14 +257,15 @@ def remove_bundle(path):
 
 
 # ---- restoring secret-looking values that a bundle holds only as hashes -------------------------
-def unmask_like(saved, current, where="componentConfig"):
-    """``saved`` with every hashed secret value taken from ``current`` when its hash matches;
-    a hash that no current value matches cannot be restored and is refused."""
+def unmask_like(saved, current, where="componentConfig", key=None):
+    """``saved`` with every fingerprinted secret value taken from ``current`` when its fingerprint
+    matches (keyed with ``key``, or a bare sha256 of an older bundle); a fingerprint that no current
+    value matches cannot be restored and is refused."""
     if isinstance(saved, dict):
         out = {}
-        for key, value in saved.items():
-            out[key] = unmask_like(value, (current or {}).get(key) if isinstance(current, dict) else None,
-                                   "%s.%s" % (where, key))
+        for name, value in saved.items():
+            out[name] = unmask_like(value, (current or {}).get(name) if isinstance(current, dict) else None,
+                                    "%s.%s" % (where, name), key)
         return out
     if isinstance(saved, list):
         named = isinstance(current, list) and all(isinstance(c, dict) and "name" in c for c in current)
@@ -260,10 +277,10 @@ def unmask_like(saved, current, where="componentConfig"):
             else:
                 peer = current[index] if isinstance(current, list) and index < len(current) else None
             label = item.get("name", index) if isinstance(item, dict) else index
-            result.append(unmask_like(item, peer, "%s[%s]" % (where, label)))
+            result.append(unmask_like(item, peer, "%s[%s]" % (where, label), key))
         return result
-    if isinstance(saved, str) and re.match(r"^sha256:[0-9a-f]{64}$", saved):
-        if current is not None and value_hash(current) == saved:
+    if signing.is_fingerprint(saved):
+        if current is not None and signing.matches(saved, current, key):
             return current
         raise InvalidInput("%s was captured as a hash only (the bundle was taken without "
                            "keep_secrets) and the cluster no longer holds that value; it cannot be "

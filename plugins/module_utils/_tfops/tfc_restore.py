@@ -25,9 +25,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshots 
 MAX_FOLLOWS = 5
 
 
-def plan_cluster(saved_tfc, current_tfc):
+def plan_cluster(saved_tfc, current_tfc, key=None):
     """[(pool entry name, current componentConfig, restored componentConfig, changed components)]
-    for the pools of a saved cluster that still exist and whose componentConfig differs."""
+    for the pools of a saved cluster that still exist and whose componentConfig differs
+    (``key``: the bundle's signing.BundleKey, for its keyed fingerprints of secret values)."""
     plans = []
     current_entries = dict((e.get("name"), e) for e in (current_tfc.get("spec") or {}).get("gpuPools") or [])
     for entry in (saved_tfc.get("spec") or {}).get("gpuPools") or []:
@@ -38,7 +39,7 @@ def plan_cluster(saved_tfc, current_tfc):
         current_cc = live_template.get("componentConfig") or {}
         saved_cc = unmask_like((entry.get("specTemplate") or {}).get("componentConfig") or {},
                                current_cc, "%s pool %s componentConfig" % (
-                                   saved_tfc["metadata"]["name"], entry.get("name")))
+                                   saved_tfc["metadata"]["name"], entry.get("name")), key)
         if saved_cc == current_cc:
             continue
         new_template = dict(copy.deepcopy(live_template), componentConfig=saved_cc)
@@ -68,7 +69,7 @@ class ComponentConfigRestore:
     differs, then the guarded wait)."""
 
     def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600,
-                 namespace=None):
+                 namespace=None, key=None):
         self.kube = kube
         self.clusters = clusters
         self.check_mode = check_mode
@@ -76,6 +77,7 @@ class ComponentConfigRestore:
         self.deadline = deadline
         self.stall_timeout = stall_timeout
         self.namespace = namespace  # the release's, where the operator runs its hypervisor Pods
+        self.key = key  # the bundle's, for its keyed fingerprints
         self.warnings = []
         self.plans = []
 
@@ -89,7 +91,7 @@ class ComponentConfigRestore:
                 self.warnings.append("TensorFusionCluster %s of the snapshot no longer exists; "
                                      "its componentConfig was not restored" % name)
                 continue
-            for pool, before, after, changed, gpupool in plan_cluster(saved, current):
+            for pool, before, after, changed, gpupool in plan_cluster(saved, current, self.key):
                 plan = {"editor": editor, "pool": pool, "before": before, "after": after,
                         "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
                         "trackers": []}

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, release, snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, release, signing, snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import plan_cluster
 
@@ -353,11 +353,14 @@ def test_kubeconfig_from_a_configuration(tmp_path):
 
 
 # ---- bundles ------------------------------------------------------------------------------------
+KEY = signing.BundleKey(b"k" * 32)
+
+
 def write(tmp_path, name="b1", uid="uid-1", captured="2026-11-29T02:00:00Z", release_name="r"):
     meta = {"release": release_name, "namespace": "ns", "revision": 3, "cluster_uid": uid,
             "captured_at": captured, "api_server": "https://k"}
     return snapshots.write_bundle(str(tmp_path), name, {"meta.json": snapshots.dumps(meta),
-                                                        "values.json": "{}\n"})
+                                                        "values.json": "{}\n"}, KEY)
 
 
 def test_bundle_is_private_complete_and_verifiable(tmp_path):
@@ -365,17 +368,18 @@ def test_bundle_is_private_complete_and_verifiable(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
     assert all(stat.S_IMODE(os.stat(os.path.join(path, f)).st_mode) == 0o600 for f in os.listdir(path))
     assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".tmp-")]
-    meta, problems = snapshots.verify_bundle(path, cluster_uid="uid-1")
-    assert problems == [] and meta["revision"] == 3
-    assert snapshots.verify_bundle(path, cluster_uid="uid-2")[1][0].startswith("captured on another cluster")
+    meta, problems, signature = snapshots.verify_bundle(path, cluster_uid="uid-1", key=KEY)
+    assert problems == [] and meta["revision"] == 3 and signature == "verified"
+    assert snapshots.verify_bundle(path, cluster_uid="uid-2", key=KEY)[1][0].startswith("captured on another cluster")
     with open(os.path.join(path, "values.json"), "w") as handle:
         handle.write('{"x": 1}\n')
-    assert snapshots.verify_bundle(path)[1] == ["values.json does not match its checksum (changed after capture)"]
+    assert snapshots.verify_bundle(path, key=KEY)[1] == [
+        "values.json does not match its checksum (changed after capture)"]
     with open(os.path.join(path, "extra"), "w") as handle:
         handle.write("x")
-    assert "files not in the index: extra" in snapshots.verify_bundle(path)[1]
+    assert "files not in the index: extra" in snapshots.verify_bundle(path, key=KEY)[1]
     os.remove(os.path.join(path, "meta.json"))
-    assert "meta.json is missing" in snapshots.verify_bundle(path)[1]
+    assert "meta.json is missing" in snapshots.verify_bundle(path, key=KEY)[1]
 
 
 def test_a_partial_bundle_is_never_listed(tmp_path):
@@ -384,11 +388,11 @@ def test_a_partial_bundle_is_never_listed(tmp_path):
     os.makedirs(str(tmp_path / "no-index"))
     assert [os.path.basename(p) for p in snapshots.list_bundles(str(tmp_path))] == ["good"]
     with pytest.raises(InvalidInput):
-        snapshots.write_bundle(str(tmp_path), "good", {"meta.json": "{}"})
+        snapshots.write_bundle(str(tmp_path), "good", {"meta.json": "{}"}, KEY)
 
 
 def test_select_and_prune_newest_first(tmp_path):
-    items = [snapshots.describe(p, *snapshots.verify_bundle(p)) for p in (
+    items = [snapshots.describe(p, *snapshots.verify_bundle(p, key=KEY)) for p in (
         write(tmp_path, "a", captured="2026-11-29T01:00:00Z"), write(tmp_path, "b", captured="2026-11-29T03:00:00Z"),
         write(tmp_path, "c", captured="2026-11-29T02:00:00Z"), write(tmp_path, "d", release_name="other"))]
     chosen = snapshots.select(items, "r", "ns", "uid-1")
@@ -413,9 +417,10 @@ def test_clean_object_and_secret_references():
     refs = snapshots.secret_references(redact.parse_manifest(DEPLOY_DOC + "---\n" + SECRET_DOC) + [obj], "ns")
     assert refs == [("ns", "creds"), ("ns", "pull"), ("ns", "s1")]
     record = snapshots.secret_record({"metadata": {"name": "s", "namespace": "ns"}, "type": "Opaque",
-                                      "data": {"k": base64.b64encode(b"v").decode()}})
+                                      "data": {"k": base64.b64encode(b"v").decode()}}, KEY)
     assert record == {"namespace": "ns", "name": "s", "type": "Opaque", "keys": ["k"],
-                      "sha256": {"k": redact.value_hash(b"v")}}
+                      "fingerprints": {"k": KEY.fingerprint(b"v")}}
+    assert record["fingerprints"]["k"].startswith("hmac-sha256:")
 
 
 def pool_tfc(env_value, image="hv:1"):
@@ -427,12 +432,19 @@ def pool_tfc(env_value, image="hv:1"):
 
 
 def test_restore_plan_takes_masked_secrets_from_the_cluster_or_refuses():
-    saved = snapshots.mask_cluster(pool_tfc("LIC-1", "hv:old"))
+    saved = snapshots.mask_cluster(pool_tfc("LIC-1", "hv:old"), KEY)
     assert "LIC-1" not in json.dumps(saved)
-    [(pool, _before, after, changed, gpupool)] = plan_cluster(saved, pool_tfc("LIC-1", "hv:new"))
+    assert redact.value_hash("LIC-1") not in json.dumps(saved), "keyed, not a bare hash"
+    [(pool, _before, after, changed, gpupool)] = plan_cluster(saved, pool_tfc("LIC-1", "hv:new"), KEY)
     assert (pool, changed, gpupool) == ("shared", ["hypervisor"], "tensor-fusion-shared")
     assert after["hypervisor"]["image"] == "hv:old"
     assert after["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
-    assert plan_cluster(saved, pool_tfc("LIC-1", "hv:old")) == []
+    assert plan_cluster(saved, pool_tfc("LIC-1", "hv:old"), KEY) == []
     with pytest.raises(InvalidInput):
-        plan_cluster(saved, pool_tfc("LIC-2", "hv:new"))
+        plan_cluster(saved, pool_tfc("LIC-2", "hv:new"), KEY)
+    with pytest.raises(InvalidInput):  # another key's fingerprint matches nothing
+        plan_cluster(saved, pool_tfc("LIC-1", "hv:new"), signing.BundleKey(b"o" * 32))
+    # A bundle taken before keyed fingerprints (bare sha256, allow_unsigned) still restores.
+    legacy = redact.mask_object(snapshots.clean_object(pool_tfc("LIC-1", "hv:old")))
+    [(_pool, _before, after, _changed, _gp)] = plan_cluster(legacy, pool_tfc("LIC-1", "hv:new"))
+    assert after["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"

@@ -232,3 +232,34 @@ def test_a_rollback_that_never_started_leaves_the_upgraded_release_and_says_why(
     assert rec["rollback"]["msg"] == "the API server stayed unreachable for 60s"
     assert [s["msg"] for s in rec["steps"] if s["name"] == "rollback"] == ["the API server stayed unreachable for 60s"]
     assert rec["versions"]["after"]["chart_version"] == "1.8.7", "what is left: the upgraded release"
+
+
+def test_a_rollback_that_refused_its_snapshot_is_a_failed_run_that_changed_nothing_more():
+    """helm_release refuses a bundle before any write with refused=true and changed=false: the run
+    is 'failed' (not 'rollback_failed'), its rollback step changed nothing, and a changed flag
+    alone does not make a refusal (a rollback that wrote and then failed stays rollback_failed)."""
+    params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "stalled",
+                                   "failed_steps": ["pools", "rollback"],
+                                   "step_errors": {"rollback": "snapshot b is unusable, nothing restored"}})
+    params["steps"] = params["steps"] + [{"step": "rollback", "at": "2026-11-29T02:01:20Z"}]
+    msg = "snapshot b is unusable, nothing restored: the index's signature does not verify"
+    params["results"]["rollback"] = {"failed": True, "changed": False, "refused": True,
+                                     "error": "UnusableBundle", "msg": msg}
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "failed" and rec["failed"]
+    assert rec["rollback"] == {"ok": False, "refused": True, "target_revision": None, "method": None, "msg": msg}
+    assert [s["changed"] for s in rec["steps"] if s["name"] == "rollback"] == [False]
+    assert report.summary_line(rec).startswith(
+        "upgrade on lab: failed after changing the cluster, not rolled back (the snapshot was refused before any write)")
+    # The rollback runbook alone: nothing changed at all.
+    alone = {"playbook": "rollback", "host": "lab", "started": T0, "steps": marks("lock", "window", "rollback"),
+             "results": {"rollback": dict(params["results"]["rollback"])},
+             "error": {"step": "rollback", "task": "Roll back", "msg": msg}}
+    rec = report.build_record(alone, "2026-11-29T02:01:30Z")
+    assert (rec["status"], rec["changed"]) == ("failed", False)
+    assert "failed before any change (the snapshot was refused before any write)" in report.summary_line(rec)
+    # Not a refusal: written, or no refused field (message text is never read).
+    for rollback in ({"failed": True, "changed": True, "refused": True, "msg": msg},
+                     {"failed": True, "changed": False, "msg": msg}):
+        params["results"]["rollback"] = rollback
+        assert report.build_record(params, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
