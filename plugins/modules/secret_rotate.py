@@ -266,6 +266,12 @@ modified:
   type: list
   elements: str
   sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller"]
+not_put_back:
+  description: What a failed rotation could not put back (each with the reason in RV(restored)).
+  returned: failure
+  type: list
+  elements: str
+  sample: []
 put_back:
   description:
     - What was put back after a failure and, when the task waits, is running as before again (each

@@ -431,6 +431,12 @@ def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tm
         assert "changed=0" in run.stdout.split("PLAY RECAP")[-1]
         reports = list((tmp_path / "artifacts").rglob("report.*"))
         assert len(reports) == 6, reports
+        import json
+        first, second = [json.loads(p.read_text())["rotation"]
+                         for p in sorted((tmp_path / "artifacts").rglob("report.json"))]
+        assert first["secret"] == VENDOR and "Deployment %s/%s" % (NS, name) in first["modified"], first
+        assert len(first["created"]) == 1 and first["put_back"] == [], first  # the copy of the old content
+        assert second["created"] == second["modified"] == [], second
         assert_no_value("".join(p.read_text() for p in reports), [ak, sk])
         assert not lease_held(api_client)
     finally:

@@ -9,6 +9,7 @@ value can reach the report."""
 from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_plan import what_changed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 # Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
@@ -207,6 +208,16 @@ def rollback_message(rollback, steps):
     return next((s["msg"] for s in steps if s["name"] in ("rollback", "verify_after_rollback") and s["msg"]), None)
 
 
+def rotation_summary(result):
+    """What a rotation did, from its result (names only, never content): the Secret, what it
+    created and modified, what it put back after a failure, and the old versions it deleted."""
+    if not isinstance(result, dict) or result.get("skipped") or not isinstance(result.get("steps"), list):
+        return None
+    summary = dict(what_changed(result["steps"]), secret=(result.get("secret") or {}).get("name"),
+                   failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
+    return summary
+
+
 def build_record(params, ended):
     """The JSON record of a run from the run_report module's parameters."""
     results = params.get("results") or {}
@@ -264,6 +275,7 @@ def build_record(params, ended):
             "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
         "warnings": run_warnings(results),
         "lock": lock_state(results.get("lock"), results.get("unlock")),
+        "rotation": rotation_summary(results.get("rotate")),
     }
     if record["versions"]["after"].get("chart_version") is None:  # the release did not move
         record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))

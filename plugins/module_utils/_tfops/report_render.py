@@ -91,6 +91,12 @@ CSS = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collaps
        ".succeeded,.unchanged{color:#17692c}.failed,.rolled_back,.rollback_failed,.resumable{color:#a61b1b}")
 
 
+def _rotation_rows(rotation):
+    return [[label, ", ".join(rotation.get(key) or []) or "none"] for key, label in (
+        ("created", "created"), ("modified", "modified"), ("put_back", "put back"),
+        ("not_put_back", "could not be put back"), ("deleted", "deleted"))]
+
+
 def render_html(record):
     status = record["status"]
     out = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>" % (
@@ -108,6 +114,9 @@ def render_html(record):
     out.append("<h2>Steps</h2>" + _table(["step", "status", "changed", "started", "seconds", "message"], [
         [s["name"], s["status"], s.get("changed"), s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
     out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
+    if record.get("rotation"):
+        out.append("<h2>Rotation of %s</h2>" % escape(str(record["rotation"]["secret"])) + _table(
+            ["", "objects"], _rotation_rows(record["rotation"])))
     for pool in record["pools"]:
         out.append("<h2>Pool %s</h2>" % escape(str(pool["gpupool"])))
         out.append(svg_timeline(pool))
@@ -136,6 +145,9 @@ def render_markdown(record):
     lines += ["Warning (%s): %s" % (w["step"], w["msg"]) for w in record.get("warnings") or []]
     if record.get("warnings"):
         lines.append("")
+    if record.get("rotation"):
+        lines += ["Rotation of %s: %s" % (record["rotation"]["secret"], "; ".join(
+            "%s %s" % (label, value) for label, value in _rotation_rows(record["rotation"]))), ""]
     lines += ["| step | status | seconds |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
     for pool in record["pools"]:

@@ -199,8 +199,8 @@ def template_env_mark(template, key):
 
 def what_changed(steps):
     """From a rotation's steps: the Secrets it ``created`` (versions and backups), the objects
-    it ``modified`` (the Secret updated in place, consumers repointed or restarted) and what was
-    ``put_back`` (restores that worked) - what a failed rotation's report lists."""
+    it ``modified`` (the Secret updated in place, consumers repointed or restarted), what was
+    ``put_back`` after a failure and what could ``not_put_back`` - what a rotation's report lists."""
     created = [s["detail"] for s in steps if s["step"] in ("create", "backup") and s["status"] == "ok"]
     modified = []
     for s in steps:
@@ -209,4 +209,5 @@ def what_changed(steps):
             if what not in modified:
                 modified.append(what)
     put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] == "ok"]
-    return {"created": created, "modified": modified, "put_back": put_back}
+    not_put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] != "ok"]
+    return {"created": created, "modified": modified, "put_back": put_back, "not_put_back": not_put_back}

@@ -263,3 +263,25 @@ def test_a_rollback_that_refused_its_snapshot_is_a_failed_run_that_changed_nothi
                      {"failed": True, "changed": False, "msg": msg}):
         params["results"]["rollback"] = rollback
         assert report.build_record(params, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
+
+
+def test_a_failed_rotation_lists_what_it_created_modified_and_put_back_in_every_rendering():
+    failed = {"failed": True, "changed": True, "failed_step": "roll", "deleted": [],
+              "secret": {"name": "db-1a2b", "keys": ["pw"], "digest": "sha256:x"},
+              "steps": [{"step": "create", "status": "ok", "detail": "db-1a2b"},
+                        {"step": "repoint", "status": "ok", "consumer": "Deployment ns/web", "changed": True},
+                        {"step": "roll", "status": "failed", "consumer": "Deployment ns/web"},
+                        {"step": "restore", "status": "ok", "detail": "Deployment ns/web points at db again"}]}
+    rotation = report.rotation_summary(failed)
+    assert rotation == {"secret": "db-1a2b", "failed_step": "roll", "created": ["db-1a2b"],
+                        "modified": ["Deployment ns/web"], "put_back": ["Deployment ns/web points at db again"],
+                        "not_put_back": [], "deleted": []}
+    record = {"rotation": rotation}
+    assert "<h2>Rotation of db-1a2b</h2>" in report_render.render_html(dict(_minimal_record(), **record))
+    assert "Rotation of db-1a2b: created db-1a2b; modified Deployment ns/web; put back Deployment ns/web " \
+           "points at db again" in report_render.render_markdown(dict(_minimal_record(), **record))
+    assert report.rotation_summary(None) is None and report.rotation_summary({"skipped": True}) is None
+
+
+def _minimal_record():
+    return report.build_record(dict(upgrade_params(), results={}, playbook="rotate_secret"), "2026-11-30T02:10:00Z")

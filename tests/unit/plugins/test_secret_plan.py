@@ -143,7 +143,9 @@ def test_what_a_failed_rotation_created_modified_and_put_back():
              {"step": "restore", "status": "ok", "detail": "Deployment ns/web points at db again"},
              {"step": "restore", "status": "failed", "detail": "Deployment ns/x points at db again"}]
     assert plan.what_changed(steps) == {"created": ["db-1a2b"], "modified": ["Deployment ns/web"],
-                                        "put_back": ["Deployment ns/web points at db again"]}
+                                        "put_back": ["Deployment ns/web points at db again"],
+                                        "not_put_back": ["Deployment ns/x points at db again"]}
     in_place = [{"step": "backup", "status": "ok", "detail": "db-9f8e"},
                 {"step": "update", "status": "ok", "detail": "db"}]
-    assert plan.what_changed(in_place) == {"created": ["db-9f8e"], "modified": ["Secret db"], "put_back": []}
+    assert plan.what_changed(in_place) == {"created": ["db-9f8e"], "modified": ["Secret db"], "put_back": [],
+                                           "not_put_back": []}
