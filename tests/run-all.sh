@@ -52,7 +52,7 @@ fi
 rm -rf "$build_dir"
 
 step "unit and integration tests (integration against the lab)"
-python -m pytest -p no:cacheprovider tests/unit tests/integration "$@"
+python -m pytest -p no:cacheprovider --durations=30 tests/unit tests/integration "$@"
 
 step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
 tests/molecule.sh
