@@ -27,3 +27,13 @@ def ns(api_client):
              lambda sa: sa.metadata.name == "default" and sa.secrets, namespace=name)
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def lock_ns(api_client):
+    """A namespace of the test module's own for maintenance lock Leases."""
+    core = client.CoreV1Api(api_client)
+    name = "lock-" + uuid.uuid4().hex[:6]
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)

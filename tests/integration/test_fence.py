@@ -19,19 +19,10 @@ from .test_lab import wait_for
 from .test_maintenance_lock import read_lease
 
 
-@pytest.fixture(scope="module")
-def fence_ns(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "fence-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
-
-
 @pytest.fixture
-def fenced_vars(lab, fence_ns):
+def fenced_vars(lab, lock_ns):
     from conftest import COLLECTIONS_ROOT
-    return {"lab_kubeconfig": lab["kubeconfig"], "fenced_lock_namespace": fence_ns,
+    return {"lab_kubeconfig": lab["kubeconfig"], "fenced_lock_namespace": lock_ns,
             "fenced_lock_name": "lock-" + uuid.uuid4().hex[:6],
             "fenced_tasks_dir": str(COLLECTIONS_ROOT / "ansible_collections" / "tensorfusion" / "ops"
                                     / "playbooks" / "tasks")}
@@ -144,13 +135,19 @@ def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
             "the orphaned module still runs %.0f s after the kill" % (time.monotonic() - killed)
         assert read_lease(api_client, ns, name).spec.renew_time == renewed, "the orphan renewed nothing"
     finally:
-        for pid in [job.proc.pid] + below:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        for stream in (job.proc.stdout, job.proc.stderr):
-            stream.close()
-        os.unlink(job.results_file)
+        reap(job, below)
     force_release(lab, ns, name)
+
+
+def reap(job, below):
+    """After a kill -9 test: end what is left of the run (the orphans, by their pids) and its
+    pipes and results file (finish() would wait for the orphans that hold the pipes)."""
+    for pid in [job.proc.pid] + below:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for stream in (job.proc.stdout, job.proc.stderr):
+        stream.close()
+    os.unlink(job.results_file)
 
 
 def _cmdline(pid):

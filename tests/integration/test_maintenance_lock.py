@@ -19,15 +19,6 @@ from .test_lab import wait_for
 TASK = "Change the lock"
 
 
-@pytest.fixture(scope="module")
-def lock_ns(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "lock-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
-
-
 @pytest.fixture
 def lease_name():
     return "lock-" + uuid.uuid4().hex[:6]

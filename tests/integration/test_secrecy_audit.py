@@ -221,7 +221,7 @@ def test_no_secret_content_in_ansible_tmp_while_a_rotation_runs_nor_after_a_kill
     import signal
     import time
 
-    from .test_fence import alive, descendants, force_release
+    from .test_fence import alive, descendants, force_release, reap
     from .test_lab import deployment, wait_for
     core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
     value = canary("disk")
@@ -252,12 +252,7 @@ def test_no_secret_content_in_ansible_tmp_while_a_rotation_runs_nor_after_a_kill
         time.sleep(1)
         assert_absent(files_text(tmp_root), {"new Secret content (after kill -9)": value})
     finally:
-        for pid in [job.proc.pid] + below:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        for stream in (job.proc.stdout, job.proc.stderr):
-            stream.close()
-        os.unlink(job.results_file)
+        reap(job, below)
         core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
         force_release(lab, NS, "tensorfusion-ops-maintenance")
     settle(api_client)
