@@ -18,6 +18,7 @@ options:
         module is gone (killed; its worker and module live on), the module stops before its next
         write and fails saying why.
       - The check is a read before each write, not a server-side precondition.
+      - Ignored in check mode (nothing is written; a check-mode run takes no lock).
     type: dict
     suboptions:
       namespace:

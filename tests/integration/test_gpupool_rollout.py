@@ -227,6 +227,31 @@ def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
     assert "ops.tensor-fusion.ai/paused" not in (spec["metadata"].get("annotations") or {})
 
 
+def test_a_batch_call_that_starts_after_the_deadline_pauses_the_rollout_it_finds(lab, api_client):
+    """The runbooks roll a batch per call: a call that starts just after the window's end (the
+    previous batch ended just before it) pauses the campaign in progress, as a deadline during
+    the wait does (resumable), instead of refusing the task as bad input."""
+    tf.set_knobs(api_client, batchGapFloorSeconds=8)
+    try:
+        run, res = rollout(lab, wait_until_progress=20, **hv("3.6.5"))
+        assert run.rc == 0, res.get("msg")
+        past = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)).isoformat()
+        generation = tfc(api_client)["metadata"]["generation"]
+        run, res = rollout(lab, deadline=past, on_deadline="pause", wait_until_progress=40, **hv("3.6.5"))
+        assert run.rc != 0
+        assert "passed before this batch" in res["msg"] and res["paused"] == ["hypervisor"], res["msg"]
+        spec = tfc(api_client)
+        assert spec["metadata"]["generation"] == generation + 1, "one write: the pause"
+        assert spec["metadata"]["annotations"]["ops.tensor-fusion.ai/paused"] == "shared:hypervisor"
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+    task = hv("3.6.5")
+    task["rolling_update"].pop("auto_update_hypervisor")
+    run, res = rollout(lab, **task)
+    assert run.rc == 0, res.get("msg")
+    assert hypervisor_images(api_client) == [f"{HV}:3.6.5"]
+
+
 def test_pause_and_resume_states(lab, api_client):
     run, res = rollout(lab, state="paused", components={"hypervisor": {}})
     assert run.rc == 0 and res["changed"] is True

@@ -26,6 +26,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 
 
+def pauses_at_deadline(params):
+    return params["wait"] and params["on_deadline"] == "pause" and params["state"] == "present"
+
+
 def validate(params):
     """Everything that can be refused without the cluster; raises InvalidInput."""
     rollout.validate_task(params.get("components"), params.get("rolling_update"))
@@ -34,7 +38,7 @@ def validate(params):
         raise InvalidInput("wait_timeout must be a positive number of seconds, not %s (wait: false "
                            "writes without waiting)" % params["wait_timeout"])
     deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
-    if params.get("deadline") and deadline.expired():
+    if params.get("deadline") and deadline.expired() and not pauses_at_deadline(params):
         raise InvalidInput("deadline %s has already passed" % params["deadline"])
     if params.get("stall_timeout") is not None and params["stall_timeout"] <= 0:
         raise InvalidInput("stall_timeout must be positive")
@@ -123,6 +127,15 @@ class RolloutTask:
                 result["estimated_seconds"], self.deadline.remaining(), self.deadline.reason))
         if self.check_mode or (not spec_changed and not waits):
             return self._finish(result, pool, [], None)
+        if params.get("deadline") and self.deadline.expired():
+            # A batch loop's next call can start just after the window's end: a campaign already
+            # written is paused as at the deadline; a change not written yet is refused.
+            if spec_changed:
+                raise InvalidInput("deadline %s has already passed" % params["deadline"])
+            self._pause(editor, entry_name, waits)
+            raise WaitTimeout("deadline %s passed before this batch; paused %s (autoUpdate false) at "
+                              "this point: run the same task again to resume and finish" % (
+                                  params["deadline"], ", ".join(waits)), paused=waits)
         watcher = start_watch(self.kube, gpupool)  # before the write: no event is missed
         before = watcher.objects.get((None, gpupool)) or pool
         trackers = [rollout.CampaignTracker(c, before, changed=c in changed) for c in waits]

@@ -53,7 +53,7 @@ def _connect(module):
     helm's own writes cannot be fenced one by one, so a run that lost its lock starts no helm."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.module import connect, fence_with
     kube = connect(module)
-    fence_with(kube, module.params.get("fence"))
+    fence_with(kube, module.params.get("fence"), module.check_mode)
     return kube
 
 

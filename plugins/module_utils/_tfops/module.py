@@ -57,7 +57,7 @@ def connected(module, deadline=None):
     kube = connect(module)
     kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
     try:
-        fence_with(kube, module.params.get("fence"))
+        fence_with(kube, module.params.get("fence"), module.check_mode)
         yield kube
     except TfopsError as exc:
         exc.details.setdefault("api_server", kube.server)
@@ -73,10 +73,11 @@ def connected(module, deadline=None):
         kube.close()
 
 
-def fence_with(kube, fence):
+def fence_with(kube, fence, check_mode=False):
     """Fence the connection with a runbook's lock (the ``fence`` option), checked at once: a
-    module started by a run that no longer holds its lock writes nothing."""
-    if not fence:
+    module started by a run that no longer holds its lock writes nothing. In check mode nothing
+    is written and a check-mode run holds no lock: no fence."""
+    if not fence or check_mode:
         return
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.fence import Fence
     kube.fence = Fence(kube, fence["namespace"], fence["name"], fence["holder"])
