@@ -119,9 +119,8 @@ class Fence:
         self.chain = controller_chain() if chain is None else chain
         self.clock = clock
         self.busy = False  # the fence's own requests are not fenced
-        self.renew_every = None
-        self.last_renew = None
-        self.checks = 0
+        # From the Lease as first read: what a renewal writes back (its TTL, the run's identity).
+        self.me = self.ttl = self.renew_every = self.last_renew = None
 
     def _controller(self):
         if self.chain and not chain_alive(self.chain):
@@ -130,64 +129,66 @@ class Fence:
                 "before the next write; the maintenance lock %s stays as it is until its TTL or a "
                 "release" % (self.chain[-1][0], self.lock.desc), lock_holder=self.holder)
 
-    def _lost(self, view, doing):
+    def _ours(self, view, doing):
+        """The Lease view when it names this run; LockLost otherwise."""
+        if view is not None and view["holder"] == self.holder:
+            return view
         now_held = view["holder"] if view else None
-        return LockLost(
+        raise LockLost(
             "the maintenance lock %s is no longer this run's (%s): it is %s; stopping before %s" % (
                 self.lock.desc, self.holder,
                 "held by %s" % locks.describe_holder(view) if now_held else "released",
                 doing), lock_holder=self.holder, held_by=now_held)
 
-    def _identity(self, view):
-        return dict(holder=self.holder, user=view.get("user"), host=view.get("host"),
-                    job_id=view.get("job_id"), purpose=view.get("purpose") or "tensorfusion.ops")
-
-    def _renew(self):
-        def decide(view, _now):
-            if view is None or view["holder"] != self.holder:
-                raise self._lost(view, "renewing it")
-            return "renew", None
-        view = locks.lease_view(self.lock.read())
-        if view is None or view["holder"] != self.holder:
-            raise self._lost(view, "renewing it")
-        ttl = int(view["lease_duration_seconds"] or 0) or 60
-        self.lock.change(decide, self._identity(view), ttl, check_mode=False)
-        self.renew_every = max(5.0, ttl / 3.0)
+    def _remember(self, view):
+        self.ttl = int(view["lease_duration_seconds"] or 0) or 60
+        self.me = dict(holder=self.holder, user=view.get("user"), host=view.get("host"),
+                       job_id=view.get("job_id"), purpose=view.get("purpose") or "tensorfusion.ops")
+        self.renew_every = max(5.0, self.ttl / 3.0)
         self.last_renew = self.clock()
 
-    def check(self, doing="the next write"):
-        """Before a write: the controller runs and the Lease still names this run."""
+    def _guarded(self, action):
+        """Run one of the fence's own steps, unfenced (their Lease requests are not checked)."""
         if self.busy:
             return
         self.busy = True
         try:
-            self.checks += 1
             self._controller()
-            view = locks.lease_view(self.lock.read())
-            if view is None or view["holder"] != self.holder:
-                raise self._lost(view, doing)
-            if self.renew_every is None:
-                self.renew_every = max(5.0, int(view["lease_duration_seconds"] or 60) / 3.0)
-                self.last_renew = self.clock()
+            action()
         finally:
             self.busy = False
+
+    def _read_ours(self, doing):
+        view = self._ours(locks.lease_view(self.lock.read()), doing)
+        if self.me is None:
+            self._remember(view)
+
+    def _renew(self):
+        if self.me is None:
+            self._read_ours("renewing it")
+        # One read and a write at its resourceVersion (LeaseLock.change), refused if not ours.
+        self.lock.change(self._decide_renew, self.me, self.ttl, check_mode=False)
+        self.last_renew = self.clock()
+
+    def _decide_renew(self, view, _now):
+        self._ours(view, "renewing it")
+        return "renew", None
+
+    def check(self, doing="the next write"):
+        """Before a write: the controller runs and the Lease still names this run."""
+        self._guarded(lambda: self._read_ours(doing))
 
     def heartbeat(self):
         """While waiting: stop when the controller is gone; renew the Lease when a third of its
         TTL has passed since the last renewal (a lost lock ends the wait)."""
-        if self.busy:
-            return
-        self.busy = True
-        try:
-            self._controller()
+        def beat():
             if self.last_renew is None or self.clock() - self.last_renew >= self.renew_every:
                 self._renew()
-        finally:
-            self.busy = False
+        self._guarded(beat)
 
     def seconds_to_next(self):
-        """How long a wait may block before the next heartbeat is due."""
+        """How long a wait may block before the next heartbeat is due (None: no limit)."""
         due = [CONTROLLER_CHECK_SECONDS] if self.chain else []
-        if self.last_renew is not None and self.renew_every:
+        if self.last_renew is not None:
             due.append(max(1.0, self.last_renew + self.renew_every - self.clock()))
         return min(due) if due else None

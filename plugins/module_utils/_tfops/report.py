@@ -213,9 +213,8 @@ def rotation_summary(result):
     created and modified, what it put back after a failure, and the old versions it deleted."""
     if not isinstance(result, dict) or result.get("skipped") or not isinstance(result.get("steps"), list):
         return None
-    summary = dict(what_changed(result["steps"]), secret=(result.get("secret") or {}).get("name"),
-                   failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
-    return summary
+    return dict(what_changed(result["steps"]), secret=(result.get("secret") or {}).get("name"),
+                failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
 
 
 def build_record(params, ended):

@@ -147,14 +147,16 @@ class Restarter:
         meta = obj["metadata"]
         generation = int(meta.get("generation") or 0)
         watcher = ObjectWatcher(self.kube, self.api, namespace=meta["namespace"], name=meta["name"])
-        first_seen, looked = {}, [time.monotonic()]
+        first_seen = {}
+        next_look = time.monotonic() + POD_CHECK_SECONDS
 
         def new_pods_fail(current):
             """Every POD_CHECK_SECONDS: the rollout's new Pods that keep failing to start (a
             crash loop, a pull that fails) end the wait with the cause."""
-            if time.monotonic() - looked[0] < POD_CHECK_SECONDS:
+            nonlocal next_look
+            if time.monotonic() < next_look:
                 return
-            looked[0] = time.monotonic()
+            next_look = time.monotonic() + POD_CHECK_SECONDS
             replica_set = self.revision(current) if self.kind == "Deployment" else None
             pods = workloads.current_pods(self.kind, current, self.pods_of(current), replica_set)
             lasting = workloads.lasting_failures(workloads.failing_pods(pods), first_seen, time.monotonic())

@@ -356,6 +356,7 @@ class RotateTask:
         """Undo one consumer's change and, when the task waits, wait until it runs as before
         (pool components wait inside their write)."""
         deadline = Deadline(timeout=UNDO_WAIT_SECONDS) if self.params["wait"] else None
-        write(deadline if isinstance(consumer, PoolComponentConsumer) else None)
-        if deadline is not None and not isinstance(consumer, PoolComponentConsumer):
+        waits_in_write = isinstance(consumer, PoolComponentConsumer)
+        write(deadline if waits_in_write else None)
+        if deadline is not None and not waits_in_write:
             consumer.wait(deadline, target)

@@ -120,8 +120,9 @@ class ObjectWatcher:
                     deadline.reason, self.desc, detail), waited_for=self.desc, last_state=detail)
             if fence is not None:
                 fence.heartbeat()  # a run that lost its lock, or was killed, stops waiting
-            seconds = min(deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else MAX_WATCH_SECONDS,
-                          (fence.seconds_to_next() or MAX_WATCH_SECONDS) if fence is not None else MAX_WATCH_SECONDS)
+            limits = [deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else None,
+                      fence.seconds_to_next() if fence is not None else None]
+            seconds = min(limit for limit in limits if limit is not None)
             try:
                 stream = self._stream(seconds)
                 try:
