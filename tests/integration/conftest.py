@@ -5,6 +5,33 @@ import pytest
 from kubernetes import client
 
 from .rbac_helpers import service_accounts
+from .settle import settle
+
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
+    outcome = yield
+    if outcome.get_result().failed:
+        item.stash[FAILED] = True
+
+
+@pytest.fixture(autouse=True)
+def lab_settled_after_a_failure(request):
+    """A test that fails may leave the session lab mid-change (a campaign at 20 %, a node not
+    Ready). Every test after it would then fail for that reason, slowly, each at its own
+    deadline: instead the lab gets time to settle, and if it does not, the session stops here,
+    naming the test and what is unsettled."""
+    api_client = request.getfixturevalue("api_client") if "lab" in request.fixturenames else None
+    yield
+    if api_client is None or not request.node.stash.get(FAILED, False):
+        return
+    try:
+        settle(api_client, timeout=240)
+    except Exception as exc:  # noqa: BLE001 - unsettled, or the API server itself is gone
+        pytest.exit(f"{request.node.nodeid} failed and left the session lab unsettled, so the "
+                    f"tests after it cannot be judged: {exc}", returncode=1)
 
 
 @pytest.fixture(scope="session")
