@@ -12,7 +12,8 @@ cd "$here"
 source tests/env.sh
 
 # Each step says when it starts (minutes into the run): CI has a time limit, and this shows where it goes.
-step() { printf '\n==== %s (at %dm%02ds) ====\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
+step() { printf '\n==== %s (at %s) ====\n' "$*" "$(elapsed)"; }
 
 step "lab: install (cached after the first run)"
 python -m lab install
@@ -57,4 +58,4 @@ python -m pytest -p no:cacheprovider --durations=30 tests/unit tests/integration
 
 step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
 tests/molecule.sh
-printf '\n==== all tests passed in %dm%02ds ====\n' $((SECONDS / 60)) $((SECONDS % 60))
+printf '\n==== all tests passed in %s ====\n' "$(elapsed)"

@@ -273,7 +273,7 @@ def test_kubelet_keeps_heartbeating_across_an_api_server_restart(lab, api_client
     assert lease.spec.holder_identity == "tfops-gpu-0"
 
 
-def test_a_node_marked_not_ready_is_ready_again_at_the_stand_ins_next_status_sync(lab, api_client):
+def test_a_node_marked_not_ready_is_ready_again_at_the_stand_ins_next_status_sync(api_client):
     """After an API server outage past the node grace period (40 s), kube-controller-manager marks
     every node Unknown; a live kubelet puts Ready back at its next status sync (seconds), not at
     its next periodic report (a minute). The mark is made here as the node controller makes it:
