@@ -39,6 +39,20 @@ def _status_message(exc):
     return getattr(exc, "reason", None) or str(exc)
 
 
+def route_missing(exc):
+    """A 404 from the API server's router rather than about an object: its body is not a Status.
+    A kube-apiserver that has just started answers so for custom resources until it serves its
+    CustomResourceDefinitions; a missing object is a Status with reason NotFound."""
+    if getattr(exc, "status", None) != 404:
+        return False
+    if isinstance(exc, ApiError):  # already typed: api_error() has decided
+        return bool(exc.details.get("route_missing"))
+    try:
+        return json.loads(getattr(exc, "body", None) or "").get("kind") != "Status"
+    except (ValueError, TypeError, AttributeError):
+        return True
+
+
 def api_error(exc, verb, resource):
     """Typed error for a failed request; 403 says exactly which permission is missing."""
     status = getattr(exc, "status", None)
@@ -47,9 +61,10 @@ def api_error(exc, verb, resource):
         return Forbidden("forbidden: %s %s (%s)" % (verb, resource, message),
                          status=status, reason="Forbidden", verb=verb, resource=resource)
     suffix = " (HTTP %s)" % status if status else ""
+    extra = {"route_missing": True} if route_missing(exc) else {}
     return ApiError("%s %s failed: %s%s" % (verb, resource, message, suffix),
                     status=status, reason=getattr(exc, "reason", None), verb=verb,
-                    resource=resource)
+                    resource=resource, **extra)
 
 
 def _causes(exc):
@@ -147,7 +162,8 @@ class Kube:
                 result = fn(*args, **kwargs)
             except (ApiException, DynamicApiError) as exc:
                 error = api_error(exc, verb, resource_desc)
-                again = retry.retriable(verb, status=error.status, just_back=self.outages.just_back())
+                again = retry.retriable(verb, status=error.status, just_back=self.outages.just_back(),
+                                        route_missing=route_missing(error))
             except (Urllib3Error, OSError) as exc:
                 error = unreachable(self.server, verb, resource_desc, exc)
                 again = may_resend(verb, exc)

@@ -25,18 +25,22 @@ CAP_SECONDS = 5.0
 # these are retried for this long; at any other time they end the task at once.
 AUTH_SETTLE_SECONDS = 30.0
 AUTH_STATUSES = (401, 403)
+# Also just after a restart, until its CustomResourceDefinition routes are registered, it answers
+# a request for a custom resource with its router's plain-text 404, not a NotFound Status.
 
 
 def is_read(verb):
     return (verb or "").split()[0] in READS
 
 
-def retriable(verb, status=None, unreachable=False, refused=False, just_back=False):
+def retriable(verb, status=None, unreachable=False, refused=False, just_back=False,
+              route_missing=False):
     """Whether a failed request may be sent again. ``just_back``: the API server could not be
-    reached moments ago (a refused 401/403 was not applied, so a write may be sent again too)."""
+    reached moments ago (a refused 401/403, or a 404 from its router - ``route_missing`` - was
+    not applied, so a write may be sent again too)."""
     if unreachable:
         return is_read(verb) or refused
-    if status in AUTH_STATUSES:
+    if status in AUTH_STATUSES or (status == 404 and route_missing):
         return just_back
     return status in (READ_STATUSES if is_read(verb) else WRITE_STATUSES)
 

@@ -19,6 +19,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube impor
     api_error,
     list_versioned,
     may_resend,
+    route_missing,
     unreachable,
 )
 
@@ -138,7 +139,8 @@ class ObjectWatcher:
                 status = getattr(exc, "status", None)
                 if status == 410:  # the resourceVersion expired: start again from a list
                     self.resource_version = None
-                elif retry.retriable("watch", status=status, just_back=self.kube.outages.just_back()):
+                elif retry.retriable("watch", status=status, just_back=self.kube.outages.just_back(),
+                                     route_missing=route_missing(exc)):
                     self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
                 else:
                     raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
@@ -159,7 +161,8 @@ class ObjectWatcher:
                 except ApiError as exc:
                     if not retry.retriable("list", status=exc.status,
                                            unreachable=bool(exc.details.get("unreachable")),
-                                           just_back=self.kube.outages.just_back()):
+                                           just_back=self.kube.outages.just_back(),
+                                           route_missing=route_missing(exc)):
                         raise
                     self._outage(exc, deadline, backoff)
                     continue

@@ -73,3 +73,24 @@ def test_401_and_403_are_retried_only_right_after_the_api_server_could_not_be_re
     now[0] += retry.AUTH_SETTLE_SECONDS
     assert not retry.retriable("list", status=403, just_back=outages.just_back())
     assert not retry.retriable("get", status=404, just_back=True) and not retry.retriable("patch", status=422, just_back=True)
+
+
+def test_a_404_from_the_router_is_retried_only_right_after_an_outage_a_missing_object_never():
+    from kubernetes.client.rest import ApiException
+
+    def answer(status, body):
+        exc = ApiException(status=status, reason="Not Found")
+        exc.body = body
+        return exc
+
+    router = answer(404, "404 page not found\n")  # before the CRD routes are registered
+    missing = answer(404, '{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}')
+    assert kube.route_missing(router) and not kube.route_missing(missing)
+    assert not kube.route_missing(answer(500, "boom")), "only a 404 is the router's"
+    typed = kube.api_error(router, "watch", "gpupools")
+    assert kube.route_missing(typed) and not kube.route_missing(kube.api_error(missing, "get", "gpupools"))
+    assert not kube.route_missing(kube.ApiError("the API server serves no GPUPool", status=404))
+    for verb in ("watch", "update"):  # a router's 404 was not applied: a write is safe to resend
+        assert retry.retriable(verb, status=404, just_back=True, route_missing=True)
+        assert not retry.retriable(verb, status=404, just_back=False, route_missing=True)
+        assert not retry.retriable(verb, status=404, just_back=True, route_missing=False)
