@@ -333,6 +333,7 @@ class Kubelet:
             "conditions": [cond("Initialized", True), cond("PodScheduled", True),
                            cond("ContainersReady", ready), cond("Ready", ready)]}}
         self.core.patch_namespaced_pod_status(name, namespace, body)
+        log.info("pod %s/%s on %s: %s", namespace, name, node, "Ready" if ready else phase)
         if failing:
             # Stays pending, so that a later change of the knob lets it start.
             self.timers.at(time.monotonic() + RETRY_SECONDS, self.start_pod, namespace, name, uid)

@@ -333,13 +333,19 @@ class Controllers:
         if pod is None:
             if node is None or not node_ready(node) or labels(node).get(
                     "nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
-                return None  # creation skipped on a NotReady node or during a driver upgrade
+                # Skipped on a NotReady node or during a driver upgrade; the Node's event brings
+                # it back. Logged, as an outage's aftermath is judged by what the double saw.
+                self._note(("gpunode", name), "hypervisor Pod creation skipped: node %s" % (
+                    "absent" if node is None else "not Ready" if not node_ready(node)
+                    else "in a driver upgrade"))
+                return None
             delay = self.knobs.slow_node_delay(name)
             if delay > 0:
                 nb = self.create_not_before.setdefault(name, time.monotonic() + delay)
                 if time.monotonic() < nb:
                     return nb - time.monotonic()
             self.create_not_before.pop(name, None)
+            self._note(("gpunode", name), "hypervisor Pod created")
             if len(gpus) < self.gpus_per_node:  # GPUs first: one status write less per node
                 self._create_gpus(gn, pname, len(gpus))
                 gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
@@ -356,6 +362,12 @@ class Controllers:
             self._create_gpus(gn, pname, len(gpus))
             return None  # the GPU events bring us back
         return self._set_node_phase(gn, "Running" if pod_ready(pod) else "Pending", gpus)
+
+    def _note(self, key, note, subject=None):
+        """Log a reconcile's outcome when it differs from the last one for ``key``."""
+        if self.last_note.get(key) != note:
+            self.last_note[key] = note
+            log.info("%s: %s", subject or " ".join(key), note)
 
     def _set_node_phase(self, gn, phase, gpus):
         n = len(gpus)
@@ -555,9 +567,7 @@ class Controllers:
                                   self._resources(pool, component, nodes), time.time(),
                                   gap_floor=self.knobs.gap_floor,
                                   recheck_after=self.knobs.pending_recheck)
-        if self.last_note.get((name, component)) != d.note:
-            self.last_note[(name, component)] = d.note
-            log.info("pool %s %s: %s", name, component, d.note)
+        self._note((name, component), d.note, "pool %s %s" % (name, component))
         if d.annotations is not None:
             k_prog, k_last = rollout.annotation_keys(component)
             want = {k_prog: d.annotations["in_progress"], k_last: d.annotations["last_time"]}
