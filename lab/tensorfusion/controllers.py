@@ -17,6 +17,7 @@ log = logging.getLogger("tf-operator")
 # The operator lives in the release namespace (env OPERATOR_NAMESPACE upstream); its hypervisor
 # Pods go there. This is only the default.
 DEFAULT_NAMESPACE = "tensor-fusion-sys"
+POOL_RECHECK_SECONDS = 2.0  # a GPUNode whose pool is not (yet) in the cache
 FINALIZER = "tensor-fusion.ai/finalizer"
 L_OWNER = "tensor-fusion.ai/managed-by"
 L_COMPONENT = "tensor-fusion.ai/component"
@@ -325,7 +326,11 @@ class Controllers:
             return 2.0
         pool = self._pool_of(gn)
         if pool is None or not (pool.get("spec") or {}).get("componentConfig"):
-            return None
+            # Not in the cache yet (a restarted double's listings arrive kind by kind) or not
+            # filled in yet: come back, as a failed reconcile does upstream. Nothing else would
+            # bring a GPUNode without a Pod back (a pool event queues Nodes, not GPUNodes).
+            self._note(("gpunode", name), "waiting for its pool %r" % labels(gn).get(L_OWNER, ""))
+            return POOL_RECHECK_SECONDS
         pname = meta(pool)["name"]
         node = self.store.get("node", name)
         phase = (gn.get("status") or {}).get("phase") or "Pending"

@@ -11,7 +11,6 @@ hypervisor hash) and its ``TF_ISOLATION_MODE_POLICY`` as its isolation policy.
 Fault knobs: ConfigMap ``<namespace>/tfops-lab-operator``, read live (see ``Knobs``).
 """
 import argparse
-import json
 import logging
 import os
 import threading
@@ -101,7 +100,6 @@ class Operator:
         self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node,
                                  namespace)
         self.active = False
-        self.synced = False  # set by sync_cache(): no reconcile before the cache holds everything
         self.workers = workers
         self.handlers = {"tfc": self.ctl.reconcile_tfc, "pool": self.ctl.reconcile_pool,
                          "gpunode": self.ctl.reconcile_gpunode, "node": self.ctl.reconcile_node,
@@ -190,8 +188,6 @@ class Operator:
 
     # ---------------------------------------------------------------- activity
     def refresh_activity(self):
-        if not self.synced:
-            return  # sync_cache() decides once everything is listed
         active, version, policy = controller_identity(self.store.values("pod"), self.ns)
         if not active:  # nothing runs: keep the last version and policy for when it comes back
             version, policy = self.ctl.operator_version, self.ctl.isolation_policy
@@ -241,37 +237,6 @@ WATCHED = [("tfc", "tensor-fusion.ai", "v1", "tensorfusionclusters"),
            ("configmap", "", "v1", "configmaps")]
 
 
-def sync_cache(op, retry_seconds=1.0):
-    """List every watched kind into the cache before the first reconcile, as controller-runtime
-    waits for its informers to sync. Without it a reconcile could run on a half-filled cache (a
-    GPUNode seen before its pool returns early) and nothing would bring that key back. A
-    just-restarted API server is waited for (refused, 503, the 404 of unserved CRD routes)."""
-    started, count = time.monotonic(), 0
-    co, core = client.CustomObjectsApi(), client.CoreV1Api()
-    core_lists = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces,
-                  "configmaps": core.list_config_map_for_all_namespaces}
-    for kind, group, version, plural in WATCHED:
-        while True:
-            try:
-                if group:
-                    items = co.list_cluster_custom_object(group, version, plural)["items"]
-                else:
-                    listed = core_lists[plural](_request_timeout=30)
-                    items = [core.api_client.sanitize_for_serialization(i) for i in listed.items]
-                break
-            except Exception as exc:  # noqa: BLE001 - any failure here is the API server starting
-                log.warning("cache sync: listing %s failed (%s); trying again", plural,
-                            getattr(exc, "reason", None) or exc.__class__.__name__)
-                time.sleep(retry_seconds)
-        for item in items:
-            op.on_event(kind, {"type": None, "object": item})
-        count += len(items)
-    log.info("cache synced: %d objects of %d kinds in %.1fs", count, len(WATCHED),
-             time.monotonic() - started)
-    op.synced = True
-    op.refresh_activity()
-
-
 def _register():
     for kind, group, version, plural in WATCHED:
         async def handler(event, _kind=kind, **_):
@@ -318,7 +283,6 @@ def main():
     _register()
     started = time.monotonic()
     log.info("operator double starting")
-    sync_cache(OP)
     kopf.run(clusterwide=True, standalone=True)
     log.info("operator double stopped after %.0fs", time.monotonic() - started)
 

@@ -44,14 +44,3 @@ def test_no_running_pod_pauses():
             pod("elsewhere", "reg/tf-operator:1.0", "2026-12-01T00:00:03Z", namespace="other")]
     assert controller_identity(pods, NS) == (False, "", "static")
 
-
-def test_the_double_acts_only_once_its_cache_is_synced():
-    """An operator Pod seen while the cache is being filled does not start reconciles: the
-    first ones would run on a cache without the kinds listed after pods."""
-    from lab.tensorfusion.operator import Operator
-    op = Operator(workers=1, gpus_per_node=1, namespace=NS)
-    op.on_event("pod", {"type": None, "object": pod("a", "reg/tf-operator:1.0", "2026-12-01T00:00:01Z")})
-    assert not op.active and len(op.queue) == 0
-    op.synced = True
-    op.refresh_activity()
-    assert op.active and op.ctl.operator_version == "1.0"
