@@ -324,12 +324,14 @@ class Controllers:
             if pod is None:
                 return self._drop_finalizer("gpunode", gn)
             return 2.0
+        if not labels(gn).get(L_OWNER):
+            return None  # no pool named: upstream logs it and does not come back
         pool = self._pool_of(gn)
         if pool is None or not (pool.get("spec") or {}).get("componentConfig"):
             # Not in the cache yet (a restarted double's listings arrive kind by kind) or not
-            # filled in yet: come back, as a failed reconcile does upstream. Nothing else would
+            # filled in yet: come back, as upstream's failed pool Get does. Nothing else would
             # bring a GPUNode without a Pod back (a pool event queues Nodes, not GPUNodes).
-            self._note(("gpunode", name), "waiting for its pool %r" % labels(gn).get(L_OWNER, ""))
+            self._note(f"gpunode {name}", "waiting for its pool %r" % labels(gn)[L_OWNER])
             return POOL_RECHECK_SECONDS
         pname = meta(pool)["name"]
         node = self.store.get("node", name)
@@ -340,7 +342,7 @@ class Controllers:
                     "nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
                 # Skipped on a NotReady node or during a driver upgrade; the Node's event brings
                 # it back. Logged, as an outage's aftermath is judged by what the double saw.
-                self._note(("gpunode", name), "hypervisor Pod creation skipped: node %s" % (
+                self._note(f"gpunode {name}", "hypervisor Pod creation skipped: node %s" % (
                     "absent" if node is None else "not Ready" if not node_ready(node)
                     else "in a driver upgrade"))
                 return None
@@ -350,7 +352,7 @@ class Controllers:
                 if time.monotonic() < nb:
                     return nb - time.monotonic()
             self.create_not_before.pop(name, None)
-            self._note(("gpunode", name), "hypervisor Pod created")
+            self._note(f"gpunode {name}", "hypervisor Pod created")
             if len(gpus) < self.gpus_per_node:  # GPUs first: one status write less per node
                 self._create_gpus(gn, pname, len(gpus))
                 gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
@@ -368,11 +370,11 @@ class Controllers:
             return None  # the GPU events bring us back
         return self._set_node_phase(gn, "Running" if pod_ready(pod) else "Pending", gpus)
 
-    def _note(self, key, note, subject=None):
-        """Log a reconcile's outcome when it differs from the last one for ``key``."""
-        if self.last_note.get(key) != note:
-            self.last_note[key] = note
-            log.info("%s: %s", subject or " ".join(key), note)
+    def _note(self, subject, note):
+        """Log a reconcile's outcome when it differs from the last one for ``subject``."""
+        if self.last_note.get(subject) != note:
+            self.last_note[subject] = note
+            log.info("%s: %s", subject, note)
 
     def _set_node_phase(self, gn, phase, gpus):
         n = len(gpus)
@@ -572,7 +574,7 @@ class Controllers:
                                   self._resources(pool, component, nodes), time.time(),
                                   gap_floor=self.knobs.gap_floor,
                                   recheck_after=self.knobs.pending_recheck)
-        self._note((name, component), d.note, "pool %s %s" % (name, component))
+        self._note(f"pool {name} {component}", d.note)
         if d.annotations is not None:
             k_prog, k_last = rollout.annotation_keys(component)
             want = {k_prog: d.annotations["in_progress"], k_last: d.annotations["last_time"]}

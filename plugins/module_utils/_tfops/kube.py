@@ -162,8 +162,7 @@ class Kube:
                 result = fn(*args, **kwargs)
             except (ApiException, DynamicApiError) as exc:
                 error = api_error(exc, verb, resource_desc)
-                again = retry.retriable(verb, status=error.status, just_back=self.outages.just_back(),
-                                        route_missing=route_missing(error))
+                again = self.heals(verb, error)
             except (Urllib3Error, OSError) as exc:
                 error = unreachable(self.server, verb, resource_desc, exc)
                 again = may_resend(verb, exc)
@@ -177,6 +176,15 @@ class Kube:
             self.outages.failed(error)
             if not retry.pause(self.retry_deadline, backoff):
                 raise error
+
+    def heals(self, verb, error):
+        """Whether a request that failed with ``error`` (typed, or the client's own exception)
+        may be sent again, by retry.py's rule and the outages seen so far."""
+        details = error.details if isinstance(error, ApiError) else {}
+        return retry.retriable(verb, status=getattr(error, "status", None),
+                               unreachable=bool(details.get("unreachable")),
+                               refused=bool(details.get("refused")),
+                               just_back=self.outages.just_back(), route_missing=route_missing(error))
 
     def close(self):
         self.api_client.close()

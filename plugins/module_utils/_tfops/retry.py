@@ -22,11 +22,10 @@ WRITE_STATUSES = (429, 503)
 CAP_SECONDS = 5.0
 # A kube-apiserver that has just started answers 401 and 403 until its authenticator and RBAC
 # caches have synced (seen for seconds after each restart of the lab's): right after an outage
-# these are retried for this long; at any other time they end the task at once.
+# these are retried for this long; at any other time they end the task at once. So is the router's
+# plain-text 404 it answers for custom resources until it serves their CRDs (``route_missing``).
 AUTH_SETTLE_SECONDS = 30.0
 AUTH_STATUSES = (401, 403)
-# Also just after a restart, until its CustomResourceDefinition routes are registered, it answers
-# a request for a custom resource with its router's plain-text 404, not a NotFound Status.
 
 
 def is_read(verb):

@@ -19,7 +19,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube impor
     api_error,
     list_versioned,
     may_resend,
-    route_missing,
     unreachable,
 )
 
@@ -139,8 +138,7 @@ class ObjectWatcher:
                 status = getattr(exc, "status", None)
                 if status == 410:  # the resourceVersion expired: start again from a list
                     self.resource_version = None
-                elif retry.retriable("watch", status=status, just_back=self.kube.outages.just_back(),
-                                     route_missing=route_missing(exc)):
+                elif self.kube.heals("watch", exc):
                     self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
                 else:
                     raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
@@ -159,10 +157,7 @@ class ObjectWatcher:
                     self.relist()
                     last_list = time.monotonic()
                 except ApiError as exc:
-                    if not retry.retriable("list", status=exc.status,
-                                           unreachable=bool(exc.details.get("unreachable")),
-                                           just_back=self.kube.outages.just_back(),
-                                           route_missing=route_missing(exc)):
+                    if not self.kube.heals("list", exc):
                         raise
                     self._outage(exc, deadline, backoff)
                     continue

@@ -43,4 +43,3 @@ def test_no_running_pod_pauses():
             pod("stuck", "reg/tf-operator:1.0", "2026-12-01T00:00:02Z", ready=False, running=False),
             pod("elsewhere", "reg/tf-operator:1.0", "2026-12-01T00:00:03Z", namespace="other")]
     assert controller_identity(pods, NS) == (False, "", "static")
-

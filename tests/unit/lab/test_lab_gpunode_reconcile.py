@@ -24,4 +24,3 @@ def test_a_gone_gpunode_is_not_reconciled_again():
     store = Store()
     ctl = c.Controllers(store, Api(store), WorkQueue(), Knobs())
     assert ctl.reconcile_gpunode("tfops-gpu-0") is None
-
