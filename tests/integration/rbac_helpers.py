@@ -25,13 +25,14 @@ NAMESPACE = "tensor-fusion-sys"
 
 def runbook_files(runbook, helm_chart=True):
     """The manifest files a runbook (or a tuple of runbooks) binds, as docs/rbac/runbooks.yml
-    (and the rbac role) say."""
+    (and the rbac role, with rbac_report true) say."""
     index = yaml.safe_load((RBAC_DIR / "runbooks.yml").read_text())
     files = []
     for name in (runbook,) if isinstance(runbook, str) else runbook:
         files += [f for f in index["runbooks"][name] if f not in files]
-        if helm_chart and name in index["helm_chart"]["runbooks"] and index["helm_chart"]["file"] not in files:
-            files.append(index["helm_chart"]["file"])
+        for part, on in ((index["helm_chart"], helm_chart), (index["report"], True)):
+            if on and name in part["runbooks"] and part["file"] not in files:
+                files.append(part["file"])
     return files
 
 
