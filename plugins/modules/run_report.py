@@ -21,8 +21,8 @@ description:
   - With O(store=cluster) (or V(both)) it keeps them in one ConfigMap per run in O(namespace), named
     C(tfops-report-<playbook>-<host>-<UTC start time>) and labelled
     C(app.kubernetes.io/managed-by=tensorfusion.ops) and C(tensorfusion.ops/report-of=<playbook>),
-    and deletes that runbook's oldest report ConfigMaps beyond O(keep). In AWX use V(cluster) or
-    V(both): the local folder is gone with the execution environment when the job ends.
+    and deletes that runbook's oldest report ConfigMaps beyond O(keep). In AWX use V(cluster) or V(both) -
+    the local folder is gone with the execution environment when the job ends.
   - Only named fields are copied from the results - never values, diffs or manifests - so no
     Secret value reaches the report, in either store.
 options:
@@ -33,7 +33,7 @@ options:
     description:
       - Where the report goes - V(local) (files in O(dest)), V(cluster) (a ConfigMap in
         O(namespace)) or V(both).
-      - The cluster copy is best effort - the run's report must not be lost to it: when it cannot
+      - The cluster copy is best effort, the run's report must not be lost to it - when it cannot
         be stored (a missing permission, no API server, credentials that do not work) the module
         warns, returns RV(configmap) null and still succeeds (with V(both), the local files are
         written). A local folder that cannot be written fails the task.
@@ -231,12 +231,12 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 NOT_STORED = "the report was not stored in the cluster (%s)%s"
 
 
-def store_in_cluster(module, record, files):
+def store_in_cluster(module, record, files, folder):
     """The ConfigMap of the report, or None with a warning: the cluster copy never fails the task
     (it runs in the runbooks' rescue/always path, where the run's own failure must stay the one
     reported, and the local copy must still be written)."""
     params = module.params
-    local = " - the local report is in %s" % params["dest"] if params["store"] == "both" else ""
+    local = " - the local report is in %s" % folder if folder else " - only the run's summary remains"
     try:
         with tfmodule.connected(module) as kube:
             stored = report_store.store_in_cluster(kube, params["namespace"], record["playbook"], record["started"],
@@ -288,7 +288,7 @@ def main():
             folder, written = report_render.write_report(params["dest"], record, files)
         except OSError as exc:
             module.fail_json(msg="cannot write the report into %s: %s" % (params["dest"], exc))
-    stored = store_in_cluster(module, record, files) if cluster and not module.check_mode \
+    stored = store_in_cluster(module, record, files, folder) if cluster and not module.check_mode \
         and not params["check_run"] else None
     module.exit_json(changed=bool(written or stored), status=record["status"], failed_run=record["failed"],
                      resumable=record["resumable"], cluster_changed=record["changed"],
