@@ -208,7 +208,7 @@ configmap:
     dropped: []
     pruned: [tfops-report-upgrade-localhost-20261101t020003z]
 report_ref:
-  description: RV(configmap.ref), or null.
+  description: The C(ref) of RV(configmap), or null.
   returned: always
   type: str
   sample: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z

@@ -44,7 +44,7 @@ def _files(html_size=10, json_size=10):
 
 def _noise(size):
     rnd = random.Random(17)
-    return "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(size))
+    return "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _i in range(size))
 
 
 def test_small_reports_stay_plain_text():
