@@ -72,9 +72,8 @@ def test_the_report_is_kept_in_the_cluster_and_pruned(lab, api_client, sa_kubeco
     kept = reports_of(core, "precheck")
     assert sorted(kept) == sorted([stored["name"], "tfops-report-precheck-old-1"]), "pruned to keep, oldest first"
     assert "tfops-report-upgrade-other-runbook" in reports_of(core, "upgrade"), "another runbook's are its own"
-    local, = (tmp_path / "artifacts").rglob("report.json")
     configmap = kept[stored["name"]]
-    assert configmap.data["report.json"] == local.read_text()
+    assert configmap.data["report.json"] == (tmp_path / "artifacts" / written["dir"] / "report.json").read_text()
     assert json.loads(configmap.data["report.json"])["status"] == "unchanged"
     assert sorted(configmap.data) == ["report.html", "report.json", "report.md"]
     text = json.dumps(api_client.sanitize_for_serialization(configmap))
