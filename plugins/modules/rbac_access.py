@@ -83,8 +83,8 @@ notes:
     Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every
     permission the manifests grant; a cluster administrator runs it once.
 seealso:
-  - name: The collection's RBAC, per runbook
-    description: docs/rbac/README.md of the collection.
+  - ref: ansible_collections.tensorfusion.ops.docsite.rbac
+    description: The collection's RBAC per runbook (its manifests are in C(roles/rbac/files)).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
