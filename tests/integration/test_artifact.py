@@ -20,8 +20,11 @@ def installed_artifact(tmp_path):
                    check=True, capture_output=True, timeout=300)
     [tarball] = tmp_path.glob("tensorfusion-ops-*.tar.gz")
     collections = tmp_path / "collections"
+    # with the target as the only collections path: else ansible-galaxy finds the source tree's
+    # collection (the other tests' path) already installed and installs nothing
     subprocess.run(["ansible-galaxy", "collection", "install", "--offline", "-p", str(collections), str(tarball)],
-                   check=True, capture_output=True, timeout=300)
+                   check=True, capture_output=True, timeout=300,
+                   env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections)))
     root = collections / "ansible_collections" / "tensorfusion" / "ops"
     shutil.rmtree(root / "docs")
     return collections, root
