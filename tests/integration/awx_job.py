@@ -67,11 +67,11 @@ def answer_errors(question, answers):
     return ["%s: unknown question type %r" % (var, kind)]
 
 
-def job_extra_vars(survey, answers, template_extra_vars=None):
+def job_extra_vars(survey, answers, template_extra_vars=None, artifacts=None):
     """The job's extra variables as AWX builds them: the job template's extra vars, then every
-    survey default that is a valid answer, then the launch's answers; a refused answer or a
-    variable the survey does not ask for (without "prompt on launch" for variables) stops the
-    launch, as in AWX."""
+    survey default that is a valid answer, then what earlier jobs of the workflow set with
+    set_stats (``artifacts``), then the launch's answers; a refused answer or a variable the
+    survey does not ask for (without "prompt on launch" for variables) stops the launch, as in AWX."""
     questions = dict((q["variable"], q) for q in survey["spec"])
     unknown = sorted(set(answers) - set(questions))
     assert not unknown, "not survey variables (AWX refuses them at launch): %s" % unknown
@@ -79,6 +79,7 @@ def job_extra_vars(survey, answers, template_extra_vars=None):
     for var, question in questions.items():
         if question.get("default") is not None and not answer_errors(question, {var: question["default"]}):
             out[var] = question["default"]
+    out.update(artifacts or {})
     out.update(answers)
     errors = [e for q in survey["spec"] for e in answer_errors(q, out)]
     assert not errors, errors

@@ -4,9 +4,10 @@ bearer-token credential's K8S_AUTH_* as env/envvars (a ServiceAccount bound to e
 runbooks' RBAC, no kubeconfig anywhere), an empty HOME, the project checked out under project/ and
 the collection installed under requirements_collections/ - what an execution environment sees.
 
-Three jobs of one workflow: precheck; upgrade (the chart at its version with one more value, so
+The jobs of one workflow: precheck; upgrade (the chart at its version with one more value, so
 that the chart step writes a revision and nothing rolls); rollback to the restore point the
-upgrade handed over through set_stats, from a fresh HOME, as a workflow's next job would run. The
+upgrade handed over through set_stats, from a fresh HOME, as a workflow's next job would run (and
+before it, the failure node after an upgrade that stopped before its restore point: nothing). The
 job events, the artifact data AWX stores from set_stats, and every file under artifacts/ are
 checked: no credential and no value of the lab's Secrets in any of them."""
 import base64
@@ -62,8 +63,8 @@ class Job:
         self.home.mkdir()
         self.collection, self.credential, self.helm_bin = collection, credential, helm_bin
 
-    def run(self, runbook, answers, template_extra_vars=None):
-        extravars = job_extra_vars(load_survey(runbook), answers, template_extra_vars)
+    def run(self, runbook, answers, template_extra_vars=None, artifacts=None):
+        extravars = job_extra_vars(load_survey(runbook), answers, template_extra_vars, artifacts)
         extravars.update(awx_job_id=int(self.id), awx_job_template_name="TensorFusion " + runbook,
                          awx_user_name="admin", awx_job_launch_type="workflow")
         self.pdd.mkdir()
@@ -179,12 +180,18 @@ def test_precheck_upgrade_and_rollback_as_awx_jobs(lab, api_client, helm_bins, c
     assert stats["tfops_report_dir"] == run["report_dir"]
     assert deployed_release(api_client)["config"].get("tfopsAwxRunnerCheck") == marker
 
-    # The workflow's next job: a new HOME (a new EE), the restore point from the upgrade's set_stats.
-    rollback = job().run("rollback", {"tfops_snapshot": run["snapshot"], "tfops_verify_acceptance_pod": "false"})
+    # A workflow's failure node after an upgrade that stopped before its restore point: nothing to undo.
+    nothing = job().run("rollback", {}, artifacts={"tfops_runs": {"localhost": dict(run, snapshot=None, changed=False)}})
+    nothing.assert_succeeded()
+    assert not nothing.results("Take (or renew) the maintenance lock") and not artifact_data(nothing.events)
+
+    # The workflow's next job: a new HOME (a new EE); the restore point comes with the upgrade's
+    # set_stats (tfops_snapshot left blank, as the survey's default).
+    rollback = job().run("rollback", {"tfops_verify_acceptance_pod": "false"}, artifacts=stats)
     rollback.assert_succeeded()
     rollback.ok("Roll the chart and the pools back to the snapshot", changed=True)
     back = artifact_data(rollback.events)["tfops_runs"]["localhost"]
-    assert (back["playbook"], back["status"]) == ("rollback", "succeeded"), back
+    assert (back["playbook"], back["status"], back["snapshot"]) == ("rollback", "succeeded", run["snapshot"]), back
     release = deployed_release(api_client)
     assert "tfopsAwxRunnerCheck" not in (release["config"] or {}) and release["chart"]["metadata"]["version"] == tf.V1
 

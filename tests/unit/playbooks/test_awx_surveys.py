@@ -253,10 +253,19 @@ FACTS = {"tfops_marks": [{"step": "a", "at": "2026-01-01T00:00:00Z"}] * 2, "tfop
          "tfops_resumable": False, "tfops_error": {}, "tfops_lock_taken": {"holder": "h"}}
 
 
+def _play_vars():
+    """The plays' own vars (tfops_playbook aside, which differs), as the expressions see them."""
+    out = {}
+    for runbook in RUNBOOKS:
+        for play in _load(PLAYBOOKS / ("%s.yml" % runbook)):
+            out.update((k, v) for k, v in (play.get("vars") or {}).items() if k != "tfops_playbook")
+    return out
+
+
 def _render(exprs, extra_vars, tmp_path, name):
     play = [{"name": "Render", "hosts": "localhost", "connection": "local", "gather_facts": False,
              "vars_files": [str(PLAYBOOKS / "vars" / "runbook.yml")],
-             "vars": dict(FACTS, **dict(("e%d" % i, e) for i, (_, e) in enumerate(exprs))),
+             "vars": dict(FACTS, **_play_vars(), **dict(("e%d" % i, e) for i, (_, e) in enumerate(exprs))),
              "tasks": [{"name": "Dump", "ansible.builtin.copy": {
                  "dest": str(tmp_path / (name + ".json")), "mode": "0600",
                  "content": "{{ {%s} | to_json }}" % ", ".join("'e%d': e%d" % (i, i) for i in range(len(exprs)))}}]}]
