@@ -91,9 +91,9 @@ class Job:
         return (self.artifacts / "status").read_text().strip(), (self.artifacts / "rc").read_text().strip()
 
     def results(self, task):
-        """event_data of the task's runner_on_* events."""
+        """event_data of the task's results (runner_on_ok, _failed, _skipped: not runner_on_start)."""
         return [e["event_data"] for e in self.events if e["event"].startswith("runner_on_")
-                and e["event_data"].get("task") == task]
+                and e["event"] != "runner_on_start" and e["event_data"].get("task") == task]
 
     def assert_succeeded(self):
         tail = self.proc.stdout[-4000:] + self.proc.stderr[-2000:]
