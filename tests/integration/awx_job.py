@@ -51,11 +51,11 @@ def answer_errors(question, answers):
             return ["%s: %r is not a string" % (var, value)]
         return _bounded(question, len(value), "length %d" % len(value))
     if kind == "integer":
-        if type(value) is not int:  # noqa: E721 - AWX refuses bools and floats alike
+        if isinstance(value, bool) or not isinstance(value, int):  # AWX refuses bools and floats alike
             return ["%s: %r is not an integer" % (var, value)]
         return _bounded(question, value, "value %d" % value)
     if kind == "float":
-        if type(value) not in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return ["%s: %r is not a number" % (var, value)]
         return _bounded(question, value, "value %s" % value)
     if kind == "multiplechoice":

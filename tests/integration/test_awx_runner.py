@@ -81,7 +81,7 @@ class Job:
         env = {"PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8"}
         self.proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-runner"), "run",
                                     str(self.pdd), "-p", "playbooks/%s.yml" % runbook, "--ident", self.ident],
-                                   capture_output=True, text=True, env=env, timeout=330)
+                                   capture_output=True, text=True, env=env, timeout=330, check=False)
         self.artifacts = self.pdd / "artifacts" / self.ident
         self.events = job_events(self.pdd, self.ident)
         return self
