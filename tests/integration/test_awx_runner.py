@@ -171,7 +171,7 @@ def test_precheck_upgrade_and_rollback_as_awx_jobs(lab, api_client, helm_bins, c
     lock = upgrade.ok("Take (or renew) the maintenance lock")
     assert "job=%s" % upgrade.id in lock["holder"], lock["holder"]
     upgrade.ok("Capture a restore point of the release and the GPU-pool configuration", changed=False)
-    assert upgrade.ok("Upgrade the Helm release", changed=True)["revision"] > before["version"]
+    assert upgrade.ok("Upgrade the Helm release", changed=True)["revision_after"] > before["version"]
     upgrade.ok("Hand the outcome to AWX workflows")
     stats = artifact_data(upgrade.events)
     run = stats["tfops_runs"]["localhost"]
