@@ -196,6 +196,7 @@ def test_precheck_upgrade_and_rollback_as_awx_jobs(lab, api_client, helm_bins, c
     assert "tfopsAwxRunnerCheck" not in (release.get("config") or {}) and release["chart"]["metadata"]["version"] == tf.V1
 
     secrets = secret_values(api_client, token)
+    assert len(secrets) > 1, "the namespace's Secrets (the snapshot key at least) are searched for too"
     for done in jobs:
         names = set(p.name for p in done.artifacts.iterdir())
         assert {"job_events", "status", "rc", "stdout", "command"} <= names, names
