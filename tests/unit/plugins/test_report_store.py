@@ -125,8 +125,8 @@ def test_no_secret_value_reaches_the_configmap():
 def test_the_runbooks_bind_the_report_rbac():
     import yaml
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    index = yaml.safe_load(open(os.path.join(repo, "docs", "rbac", "runbooks.yml")))
+    index = yaml.safe_load(open(os.path.join(repo, "roles", "rbac", "files", "runbooks.yml")))
     assert sorted(index["report"]["runbooks"]) == sorted(index["runbooks"])
-    role, = yaml.safe_load(open(os.path.join(repo, "docs", "rbac", index["report"]["file"])))["items"]
+    role, = yaml.safe_load(open(os.path.join(repo, "roles", "rbac", "files", index["report"]["file"])))["items"]
     assert role["kind"] == "Role" and role["rules"] == [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update", "list", "delete"]}]
