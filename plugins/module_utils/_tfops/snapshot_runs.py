@@ -175,7 +175,7 @@ def _remove(module, stores):
     given = params.get("bundle")
     if given and not snapshot_store.is_reference(given) and not os.path.isabs(given):
         given = os.path.join(local_dest(params), given)
-    kube = _connect(module) if CLUSTER in stores or snapshot_store.is_reference(given or "") else None
+    kube = _connect(module) if CLUSTER in (_stores_for(given) if given else stores) else None
     try:
         if given:
             chosen = [i for i in described(kube, params, _stores_for(given), params["namespace"],
