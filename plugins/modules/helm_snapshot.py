@@ -19,7 +19,7 @@ description:
     signed with HMAC-SHA256.
   - O(store=cluster) (the default) keeps the bundle next to what it protects, the way Helm keeps its
     releases - so that a rollback started later from another machine or another execution
-    environment finds it - as Secrets of type C(tensorfusion.ops/snapshot) in O(namespace): the
+    environment finds it - as Secrets of type C(tensorfusion.ops/snapshot) in O(namespace) - the
     files and the signed index as one gzip-compressed JSON document, cut into chunks of 700 KiB
     (a Secret holds at most 1 MiB), the first Secret named
     C(tfops-snapshot.<release>.<time>.rev<revision>) and the others C(<that name>.part-<n>),
