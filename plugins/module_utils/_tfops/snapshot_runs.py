@@ -98,12 +98,11 @@ def run_snapshot(module):
                   "locations": [], "pruned": [], "secrets": []}
         for store in stores:
             write = _write_cluster if store == CLUSTER else _write_local
-            location, pruned = write(kube, module, name, meta, files, key)
+            location, pruned, secrets = write(kube, module, name, meta, files, key)
             result["locations"].append(location)
             result["pruned"].extend(pruned)
+            result["secrets"].extend(secrets)
         result["bundle"] = result["locations"][0]
-        if CLUSTER in stores:
-            result["secrets"] = _planned_secrets(meta, files, key)
         return result
     finally:
         kube.close()
@@ -115,9 +114,6 @@ def _cluster_bodies(meta, files, key):
                                       snapshot_store.pack(files, key))
 
 
-def _planned_secrets(meta, files, key):
-    return [b["metadata"]["name"] for b in _cluster_bodies(meta, files, key)]
-
 
 def _ours(kube, module, meta, store):
     params = module.params
@@ -128,17 +124,17 @@ def _ours(kube, module, meta, store):
 
 def _write_cluster(kube, module, name, meta, files, key):
     bodies = _cluster_bodies(meta, files, key)
-    location = snapshot_store.reference(meta["namespace"], bodies[0]["metadata"]["name"])
+    names = [b["metadata"]["name"] for b in bodies]
+    location = snapshot_store.reference(meta["namespace"], names[0])
     keep = module.params.get("keep")
     if module.check_mode:
         ours = _ours(kube, module, meta, CLUSTER)
-        return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)]
+        return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)], names
     store_kube.create_bundle(kube, bodies)
     pruned = snapshots.to_prune(_ours(kube, module, meta, CLUSTER), keep)
     for item in pruned:
-        namespace = snapshot_store.parse_reference(item["location"])[0]
-        store_kube.remove_bundle(kube, namespace, _parts(item))
-    return location, [i["location"] for i in pruned]
+        store_kube.remove_bundle(kube, item["namespace"], _parts(item))
+    return location, [i["location"] for i in pruned], names
 
 
 def _parts(item):
@@ -153,12 +149,12 @@ def _write_local(kube, module, name, meta, files, key):
     if module.check_mode:
         location = os.path.join(dest, name)
         ours = _ours(kube, module, meta, LOCAL)
-        return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)]
+        return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)], []
     location = snapshots.write_bundle(dest, name, files, key)
     pruned = snapshots.to_prune(_ours(kube, module, meta, LOCAL), keep)
     for item in pruned:
         snapshots.remove_bundle(item["location"])
-    return location, [i["location"] for i in pruned]
+    return location, [i["location"] for i in pruned], []
 
 
 def _key_summary(key, namespace, created):
@@ -173,28 +169,33 @@ def _remove(module, stores):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import _connect
     params = module.params
     given = params.get("bundle")
-    if given and not snapshot_store.is_reference(given) and not os.path.isabs(given):
-        given = os.path.join(local_dest(params), given)
+    if given and not snapshot_store.is_reference(given):
+        given = given if os.path.isabs(given) else os.path.join(local_dest(params), given)
     kube = _connect(module) if CLUSTER in (_stores_for(given) if given else stores) else None
     try:
-        if given:
-            chosen = [i for i in described(kube, params, _stores_for(given), params["namespace"],
-                                           params["name"], signed=False)
-                      if i["location"] == (given if snapshot_store.is_reference(given) else os.path.abspath(given))]
+        if given and snapshot_store.is_reference(given):
+            namespace, name = snapshot_store.parse_reference(given)
+            parts = store_kube.read_bundle(kube, namespace, name)
+            targets = [(given, namespace, parts)] if parts else []
+        elif given:
+            targets = [(given, None, None)] if os.path.isdir(given) else []
         else:
-            chosen = snapshots.select(described(kube, params, stores, params["namespace"], params["name"],
-                                                signed=False), params["name"], params["namespace"])
-        for item in chosen:
+            targets = [(i["location"], i["namespace"], _parts(i) if i["store"] == CLUSTER else None)
+                       for i in snapshots.select(described(kube, params, stores, params["namespace"], params["name"],
+                                                           signed=False), params["name"], params["namespace"])]
+        for location, namespace, parts in targets:
+            if parts is None and not os.path.isfile(os.path.join(location, snapshots.INDEX)):
+                raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % location)
             if module.check_mode:
                 continue
-            if item["store"] == CLUSTER:
-                store_kube.remove_bundle(kube, snapshot_store.parse_reference(item["location"])[0], _parts(item))
+            if parts is None:
+                snapshots.remove_bundle(location)
             else:
-                snapshots.remove_bundle(item["location"])
+                store_kube.remove_bundle(kube, namespace, parts)
     finally:
         if kube is not None:
             kube.close()
-    return {"changed": bool(chosen), "removed": [i["location"] for i in chosen]}
+    return {"changed": bool(targets), "removed": [t[0] for t in targets]}
 
 
 def _stores_for(location):
