@@ -114,7 +114,6 @@ def _cluster_bodies(meta, files, key):
                                       snapshot_store.pack(files, key))
 
 
-
 def _ours(kube, module, meta, store):
     params = module.params
     items = described(kube, params, (store,), params["namespace"], params["name"], signed=False)
