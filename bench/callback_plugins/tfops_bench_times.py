@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark-only callback: per task its role, start and end (epoch seconds) and result, written as
 JSON to E(TFOPS_BENCH_TIMES_FILE) - what ansible.posix's profile_tasks prints, in a form the
 benchmarks can read (ansible.posix is not installed here)."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -33,23 +33,25 @@ options:
   ca_cert:
     description:
       - Path to a CA certificate that signed the API server's certificate.
-      - Can also be given with E(K8S_AUTH_SSL_CA_CERT).
+      - Can also be given with E(K8S_AUTH_CA_CERT) or E(K8S_AUTH_SSL_CA_CERT) (which AWX's Kubernetes credential sets).
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
     description:
-      - Path to a client certificate. Needs O(client_key). Can also be given with E(K8S_AUTH_CERT_FILE).
+      - Path to a client certificate. Needs O(client_key). Can also be given with E(K8S_AUTH_CLIENT_CERT) or
+        E(K8S_AUTH_CERT_FILE).
     type: path
     aliases: [cert_file]
   client_key:
     description:
-      - Path to the key of O(client_cert). Can also be given with E(K8S_AUTH_KEY_FILE).
+      - Path to the key of O(client_cert). Can also be given with E(K8S_AUTH_CLIENT_KEY) or E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
   validate_certs:
     description:
       - Whether to verify the API server's certificate. Defaults to what the kubeconfig says,
-        which is normally V(true). Can also be given with E(K8S_AUTH_VERIFY_SSL).
+        which is normally V(true). Can also be given with E(K8S_AUTH_VALIDATE_CERTS) or E(K8S_AUTH_VERIFY_SSL)
+        (V(true)/V(false), V(yes)/V(no), V(1)/V(0), V(on)/V(off); anything else is refused).
     type: bool
     aliases: [verify_ssl]
   proxy:

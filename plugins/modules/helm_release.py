@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -191,7 +191,7 @@ options:
         resumes), see RV(held_for_provider_configs).
       - With helm 4 the post-renderer is a plugin in a private C(HELM_PLUGINS) folder of the run.
       - Needs C(list) on C(tensorfusionclusters) and C(providerconfigs) (M(tensorfusion.ops.helm_release)'s
-        RBAC in C(docs/rbac) has it) and PyYAML.
+        RBAC in C(roles/rbac/files) has it) and PyYAML.
     type: bool
     default: true
     version_added: 0.2.0

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ short_description: A ServiceAccount bound to the collection's RBAC, and a kubeco
 version_added: 0.1.0
 description:
   - Creates (or removes) a ServiceAccount, the ClusterRoles and Roles given in O(manifests) (the
-    files of C(docs/rbac), one per runbook; the role C(tensorfusion.ops.rbac) picks them) and one
+    files of C(roles/rbac/files), one per runbook; the role C(tensorfusion.ops.rbac) picks them) and one
     binding per role to the ServiceAccount, with the binding named as its role.
   - With O(kubeconfig_path), also a C(kubernetes.io/service-account-token) Secret for the
     ServiceAccount (filled by Kubernetes' token controller; the module waits for it, watch-based,
@@ -43,7 +43,7 @@ options:
   manifests:
     description:
       - ClusterRole and Role objects (as dictionaries) to apply and bind, or C(List) objects
-        holding them (the form of the files of C(docs/rbac)). A role given twice (by two runbooks)
+        holding them (the form of the files of C(roles/rbac/files)). A role given twice (by two runbooks)
         is applied once.
     type: list
     elements: dict
@@ -83,9 +83,8 @@ notes:
     Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every
     permission the manifests grant; a cluster administrator runs it once.
 seealso:
-  - name: The collection's RBAC, per runbook
-    description: docs/rbac/README.md of the collection.
-    link: https://github.com/NexusGPU/tensorfusion-ops/tree/main/docs/rbac
+  - ref: ansible_collections.tensorfusion.ops.docsite.rbac
+    description: The collection's RBAC per runbook (its manifests are in C(roles/rbac/files)).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -94,19 +93,19 @@ EXAMPLES = r"""
 - name: A ServiceAccount for AWX with the precheck runbook's read-only rights
   tensorfusion.ops.rbac_access:
     service_account: tfops-precheck
-    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/precheck.yml') | ansible.builtin.from_yaml_all }}"
+    manifests: "{{ lookup('ansible.builtin.file', 'roles/rbac/files/precheck.yml') | ansible.builtin.from_yaml_all }}"
     kubeconfig_path: /secure/tfops-precheck.kubeconfig
 
 - name: Before the upgrade runbook changes anything, check that this token may do all of it
   tensorfusion.ops.rbac_access:
     state: verified
-    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/upgrade.yml') | ansible.builtin.from_yaml_all }}"
+    manifests: "{{ lookup('ansible.builtin.file', 'roles/rbac/files/upgrade.yml') | ansible.builtin.from_yaml_all }}"
 
 - name: Remove it again
   tensorfusion.ops.rbac_access:
     state: absent
     service_account: tfops-precheck
-    manifests: "{{ lookup('ansible.builtin.file', 'docs/rbac/precheck.yml') | ansible.builtin.from_yaml_all }}"
+    manifests: "{{ lookup('ansible.builtin.file', 'roles/rbac/files/precheck.yml') | ansible.builtin.from_yaml_all }}"
     kubeconfig_path: /secure/tfops-precheck.kubeconfig
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ notes:
   - "Performance: one extra GET per Helm release that owns a TensorFusionCluster (normally one),
     none for clusters that Helm does not own; counted in C(api_requests)."
   - "Permissions: the GET needs C(get) on secrets in the release namespace (the precheck RBAC in
-    C(docs/rbac/precheck.yml) grants it). Without it, or when the rendering cannot be read, the
+    C(roles/rbac/files/precheck.yml) grants it). Without it, or when the rendering cannot be read, the
     module does not fail: a C(POOL_DRIFT_UNCHECKED) info finding says why, naming the missing
     permission."
   - "A TensorFusionCluster with the annotation C(ops.tensor-fusion.ai/chart-pools) was rendered

@@ -37,7 +37,7 @@ def lab_settled_after_a_failure(request):
 @pytest.fixture(scope="session")
 def sa_kubeconfig(lab):
     """(runbook, drop=None, helm_chart=True) -> path of a 0600 kubeconfig for a ServiceAccount bound
-    to exactly that runbook's RBAC (docs/rbac), minus ``drop``; see rbac_helpers.py."""
+    to exactly that runbook's RBAC (roles/rbac/files), minus ``drop``; see rbac_helpers.py."""
     yield from service_accounts(lab)
 
 

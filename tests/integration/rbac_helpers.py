@@ -1,4 +1,4 @@
-"""ServiceAccounts bound to exactly a runbook's RBAC (the manifests of docs/rbac, applied with the
+"""ServiceAccounts bound to exactly a runbook's RBAC (the manifests of roles/rbac/files, applied with the
 collection's own rbac_access code), with a 0600 kubeconfig for their token, for any test that
 wants to run a runbook or a module as AWX would instead of as an administrator.
 
@@ -19,12 +19,12 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-RBAC_DIR = REPO / "docs" / "rbac"
+RBAC_DIR = REPO / "roles" / "rbac" / "files"
 NAMESPACE = "tensor-fusion-sys"
 
 
 def runbook_files(runbook, helm_chart=True):
-    """The manifest files a runbook (or a tuple of runbooks) binds, as docs/rbac/runbooks.yml
+    """The manifest files a runbook (or a tuple of runbooks) binds, as roles/rbac/files/runbooks.yml
     (and the rbac role) say."""
     index = yaml.safe_load((RBAC_DIR / "runbooks.yml").read_text())
     files = []

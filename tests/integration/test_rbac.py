@@ -1,4 +1,4 @@
-"""The collection's RBAC (docs/rbac) on the lab, whose API server enforces RBAC: the rbac role
+"""The collection's RBAC (roles/rbac/files) on the lab, whose API server enforces RBAC: the rbac role
 grants, is idempotent, writes a private kubeconfig and removes; the precheck runbook runs with a
 ServiceAccount token bound to exactly its roles (rotate_secret and upgrade run so in
 test_secrecy_audit.py); and for each runbook, one rule less stops it with
@@ -56,7 +56,7 @@ def guarded(kubeconfig, runbook, rbac, tmp_path, **extra):
 
 def assert_forbidden_before_any_change(run, api_client, before, text):
     assert run.rc != 0, run.stdout[-2000:]
-    preflight = run.task_results("Bring the ServiceAccount, the roles (from the files of docs/rbac) "
+    preflight = run.task_results("Bring the ServiceAccount, the roles (from the role's files) "
                                  "and the bindings to rbac_state")
     assert preflight["msg"].startswith("forbidden: " + text), preflight["msg"]
     assert preflight["error"] == "Forbidden"

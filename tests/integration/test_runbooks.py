@@ -32,7 +32,7 @@ STATE = {}  # shared along the module's ordered tests: the first snapshot (chart
 def rb(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     """Base variables of every run; afterwards the lab back to chart 1.8.6 and original images.
     The runbooks run as people should run them: under a ServiceAccount bound to exactly the RBAC
-    of docs/rbac for upgrade and rollback, not as an administrator."""
+    of roles/rbac/files for upgrade and rollback, not as an administrator."""
     tmp = tmp_path_factory.mktemp("runbooks")
     base = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")), "tfops_chart_repo": lab["tensorfusion"]["chart_repo"],
             "tfops_helm_binary": helm_bins["3"], "tfops_artifacts_dir": str(tmp / "artifacts"),

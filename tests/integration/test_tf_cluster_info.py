@@ -267,7 +267,7 @@ def test_live_pool_edits_the_next_chart_upgrade_would_revert(lab, api_client):
 
 
 def test_the_precheck_rbac_reads_the_rendering_and_without_get_it_is_an_info(lab, api_client, sa_kubeconfig):
-    """docs/rbac/precheck.yml grants the one GET; without it the module says what is missing
+    """roles/rbac/files/precheck.yml grants the one GET; without it the module says what is missing
     instead of failing."""
     # info() reads only the "kubeconfig" of the lab it is given: here the ServiceAccounts'.
     granted_kubeconfig = sa_kubeconfig("precheck")

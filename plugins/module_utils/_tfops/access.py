@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's own access: a ServiceAccount bound to the ClusterRoles / Roles of chosen
-runbooks (the manifests of docs/rbac), and a kubeconfig for its token written 0600.
+runbooks (the manifests of roles/rbac/files), and a kubeconfig for its token written 0600.
 
 The token is read from a ``kubernetes.io/service-account-token`` Secret (filled by the token
 controller on every Kubernetes version) and goes only into the kubeconfig file: never into a
@@ -62,7 +62,7 @@ def desired_roles(manifests, role_namespace=None):
 
 
 def expand_lists(manifests):
-    """The objects of the manifests, a ``kind: List`` (the form of docs/rbac) replaced by its items."""
+    """The objects of the manifests, a ``kind: List`` (the form of roles/rbac/files) replaced by its items."""
     out = []
     for doc in manifests or []:
         if isinstance(doc, dict) and doc.get("kind") == "List":

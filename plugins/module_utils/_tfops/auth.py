@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Authentication: the options kubernetes.core users know, their K8S_AUTH_* fallbacks, and the
 API client built from them.
 
@@ -47,19 +47,21 @@ AUTH_ARG_SPEC = dict(
     impersonate_groups=dict(type="list", elements="str"),
 )
 
-# option -> environment variable, with kubernetes.core's names (K8S_AUTH_SSL_CA_CERT, not _CA_CERT).
+# option -> environment variables, first set wins. kubernetes.core reads K8S_AUTH_<option name>,
+# then K8S_AUTH_<its kubernetes-client name> (K8S_AUTH_CA_CERT, then K8S_AUTH_SSL_CA_CERT, which AWX's
+# Kubernetes credential injects), so a credential type written for kubernetes.core works here too.
 AUTH_ENV = dict(
-    kubeconfig="K8S_AUTH_KUBECONFIG",
-    context="K8S_AUTH_CONTEXT",
-    host="K8S_AUTH_HOST",
-    api_key="K8S_AUTH_API_KEY",
-    ca_cert="K8S_AUTH_SSL_CA_CERT",
-    client_cert="K8S_AUTH_CERT_FILE",
-    client_key="K8S_AUTH_KEY_FILE",
-    validate_certs="K8S_AUTH_VERIFY_SSL",
-    proxy="K8S_AUTH_PROXY",
-    impersonate_user="K8S_AUTH_IMPERSONATE_USER",
-    impersonate_groups="K8S_AUTH_IMPERSONATE_GROUPS",
+    kubeconfig=("K8S_AUTH_KUBECONFIG",),
+    context=("K8S_AUTH_CONTEXT",),
+    host=("K8S_AUTH_HOST",),
+    api_key=("K8S_AUTH_API_KEY",),
+    ca_cert=("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"),
+    client_cert=("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"),
+    client_key=("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"),
+    validate_certs=("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"),
+    proxy=("K8S_AUTH_PROXY",),
+    impersonate_user=("K8S_AUTH_IMPERSONATE_USER",),
+    impersonate_groups=("K8S_AUTH_IMPERSONATE_GROUPS",),
 )
 
 # Keys whose values in a kubeconfig are credentials; kubernetes.core PR #1014 redacts the same set.
@@ -81,14 +83,14 @@ def require_kubernetes():
             "(pip install -r requirements.txt of tensorfusion.ops): %s" % exc)
 
 
-def _env_value(option, raw):
+def _env_value(option, env_name, raw):
     if option == "validate_certs":
         lowered = raw.strip().lower()
         if lowered in _TRUE:
             return True
         if lowered in _FALSE:
             return False
-        raise AuthError("%s=%r is not a boolean" % (AUTH_ENV[option], raw))
+        raise AuthError("%s=%r is not a boolean" % (env_name, raw))
     if option == "impersonate_groups":
         return [g.strip() for g in raw.split(",") if g.strip()]
     return raw
@@ -98,10 +100,12 @@ def resolve_auth(params, environ=None):
     """Pure: the effective auth settings from task options, falling back to K8S_AUTH_*."""
     environ = os.environ if environ is None else environ
     resolved = {}
-    for option, env_name in AUTH_ENV.items():
+    for option, env_names in AUTH_ENV.items():
         value = params.get(option)
-        if value is None and environ.get(env_name) not in (None, ""):
-            value = _env_value(option, environ[env_name])
+        if value is None:
+            env_name = next((name for name in env_names if environ.get(name) not in (None, "")), None)
+            if env_name:
+                value = _env_value(option, env_name, environ[env_name])
         resolved[option] = value
     if (resolved["client_cert"] is None) != (resolved["client_key"] is None):
         raise AuthError("client_cert and client_key go together; only one of them was given")

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Helm's Secret storage of a release, read for tf_cluster_info: the revisions and their status
 from the storage Secrets' labels (a metadata-only list, no Secret data), and the release's last
 rendering of its TensorFusionClusters.
@@ -66,7 +66,7 @@ class ReleaseStorage:
                                       "GET", secrets.path(name=name, namespace=namespace), serialize=False)
         except Forbidden:
             return revision, None, ("forbidden: get secrets in %s (Helm's storage Secret %s holds the release's "
-                                    "last rendering; docs/rbac/precheck.yml grants it)" % (namespace, name))
+                                    "last rendering; roles/rbac/files/precheck.yml grants it)" % (namespace, name))
         except ApiError as exc:
             if exc.status != 404:
                 raise

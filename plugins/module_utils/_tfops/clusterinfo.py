@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The read-only picture of a TensorFusion installation, gathered in a few paginated list calls
 (never one call per object) and slimmed as it arrives, so that 1,000 nodes and 10,000 Pods stay
 cheap. Helm's storage is read in chart_rendering.py (the one read of Secret data: the newest

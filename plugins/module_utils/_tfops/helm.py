@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Helm CLI: finding the binary, telling helm 3 from helm 4 and mapping the flags that differ,
 running it against a temporary 0600 kubeconfig made from the resolved auth options (removed in
 every case), reading a release (history, values, manifest), and the command shown with its

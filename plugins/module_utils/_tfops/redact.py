@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Secret handling for Helm values and manifests, as pure functions: which keys look secret, their
 values replaced by a hash, Secret objects in a manifest reduced to keys and hashes, env values with
 secret-looking names masked, and every secret-looking leaf collected for ``no_log_values``."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """helm_release: ``helm upgrade --install`` and ``helm rollback`` (to a revision or to a snapshot
 bundle), idempotent by comparing chart version, user values and rendered manifest with what is
 deployed, check mode through a server-side dry run, recovery of releases stuck pending-*."""

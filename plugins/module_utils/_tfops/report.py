@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The record of a runbook run, built from the steps' registered results (pure functions).
 
 Only named fields are copied out of the results (never values, diffs or manifests), so no Secret

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU-pool rollout decisions as pure functions: what a task changes in a TensorFusionCluster's
 pool entry, which components must roll and be waited for, how many batches that takes, and when
 the operator's status really says "done" (it has no observedGeneration, so status right after a

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The consumers of a Secret that secret_rotate moves to new content: workloads, a GPU pool
 component's podTemplate in a TensorFusionCluster, a Helm release's values key. Each one can say
 what it references, be repointed (versioned) or marked for a restart (in place), be waited on,

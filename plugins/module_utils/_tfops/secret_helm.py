@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A Helm release's values key as a consumer of a Secret (such as the chart's
 ``imagePullSecrets``): repointed by re-rendering the release's current chart with the changed
 user values (nothing else in the release changes), then the release's workloads that use the

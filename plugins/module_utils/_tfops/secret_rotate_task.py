@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """secret_rotate from start to end, in the product's order: create (or update in place), repoint,
 roll, verify, and only then delete the old Secret. Any failure puts the references (or the old
 content) back; the old Secret is never deleted before verification. Values stay in this process:

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The key of snapshot bundles (pure, stdlib ``hmac``): the signature of a bundle's index, the keyed
 fingerprints of Secret values that a bundle holds instead of the values, and the key's non-secret
 id. One key, three uses, each with its own key derived by HMAC from it (so that a fingerprint can

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Capturing a snapshot bundle from the cluster (helm + API), the cluster's identity and the
 bundle key (the Secret in the release's namespace, created on first use, or the task's own key);
 the bundle format itself lives in snapshots.py, the signature and fingerprints in signing.py."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Restoring the componentConfig of a snapshot's TensorFusionClusters: the write goes through
 gpupool's ClusterEditor (optimistic, keeps other fields) and the wait is gpupool_rollout's
 campaign-tracking, stale-status-guarded RolloutWait."""

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Watch-based waiting: list once, then follow a watch from that list's resourceVersion, re-listing
 when the watch expires (410 Gone) or the server ends it; every wait is bounded by a Deadline and a
 timeout says what is stuck and why."""

@@ -178,7 +178,7 @@ def test_values_shape_the_controller(tfx, tf_lab):
 
 def collection_finds_controller(state):
     """The controller Deployment as the collection finds it (workload_restart's default target, the
-    upgrade role's wait), whatever its name; the RBAC of docs/rbac names both."""
+    upgrade role's wait), whatever its name; the RBAC of roles/rbac/files names both."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import Restarter
@@ -187,7 +187,7 @@ def collection_finds_controller(state):
         [dep] = Restarter(kube, "Deployment").find(NS)
     finally:
         kube.close()
-    assert dep["metadata"]["name"] in (tf.REPO_ROOT / "docs" / "rbac" / "upgrade.yml").read_text()
+    assert dep["metadata"]["name"] in (tf.REPO_ROOT / "roles" / "rbac" / "files" / "upgrade.yml").read_text()
     return dep["metadata"]["name"]
 
 

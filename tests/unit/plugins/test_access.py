@@ -11,7 +11,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import acc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-RBAC = os.path.join(REPO, "docs", "rbac")
+RBAC = os.path.join(REPO, "roles", "rbac", "files")
 
 
 def docs(name):

@@ -29,6 +29,31 @@ def test_environment_fallback_uses_kubernetes_core_names(option, env, raw, expec
     assert auth.resolve_auth(dict(EMPTY), {env: raw})[option] == expected
 
 
+@pytest.mark.parametrize("option,first,second", [
+    ("ca_cert", "K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"),
+    ("client_cert", "K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"),
+    ("client_key", "K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"),
+    ("validate_certs", "K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"),
+])
+def test_both_kubernetes_core_names_are_read_the_option_name_first(option, first, second):
+    """kubernetes.core reads K8S_AUTH_<option>, then K8S_AUTH_<client name>; a blank one is unset."""
+    one, other = ("false", "true") if option == "validate_certs" else ("/one", "/other")
+    expected = (one == "true") if option == "validate_certs" else one
+    env = {"K8S_AUTH_CERT_FILE": "/c", "K8S_AUTH_KEY_FILE": "/k"}  # client cert and key go together
+    assert auth.resolve_auth(dict(EMPTY), dict(env, **{first: one}))[option] == expected
+    assert auth.resolve_auth(dict(EMPTY), dict(env, **{first: one, second: other}))[option] == expected
+    assert auth.resolve_auth(dict(EMPTY), dict(env, **{first: "", second: one}))[option] == expected
+
+
+def test_what_awx_kubernetes_credential_injects_is_enough():
+    """AWX's "OpenShift or Kubernetes API Bearer Token" credential: host, token, verify, CA file."""
+    resolved = auth.resolve_auth(dict(EMPTY), {"K8S_AUTH_HOST": "https://h:6443", "K8S_AUTH_API_KEY": "tok",
+                                               "K8S_AUTH_VERIFY_SSL": "True", "K8S_AUTH_SSL_CA_CERT": "/runner/env/tmpca"})
+    cfg = auth.build_configuration(resolved)
+    assert (cfg.host, cfg.api_key, cfg.ssl_ca_cert, cfg.verify_ssl) == (
+        "https://h:6443", {"authorization": "Bearer tok"}, "/runner/env/tmpca", True)
+
+
 def test_client_cert_env_pair():
     resolved = auth.resolve_auth(dict(EMPTY), {"K8S_AUTH_CERT_FILE": "/c", "K8S_AUTH_KEY_FILE": "/k"})
     assert (resolved["client_cert"], resolved["client_key"]) == ("/c", "/k")
@@ -39,9 +64,10 @@ def test_client_cert_without_key_is_refused():
         auth.resolve_auth(dict(EMPTY, client_cert="/c"), {})
 
 
-def test_bad_boolean_in_environment_is_refused():
-    with pytest.raises(AuthError, match="K8S_AUTH_VERIFY_SSL"):
-        auth.resolve_auth(dict(EMPTY), {"K8S_AUTH_VERIFY_SSL": "maybe"})
+@pytest.mark.parametrize("name", ["K8S_AUTH_VERIFY_SSL", "K8S_AUTH_VALIDATE_CERTS"])
+def test_bad_boolean_in_environment_is_refused(name):
+    with pytest.raises(AuthError, match=name):
+        auth.resolve_auth(dict(EMPTY), {name: "maybe"})
 
 
 def test_kubeconfig_secrets_are_found_at_any_depth():

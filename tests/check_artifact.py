@@ -1,0 +1,114 @@
+"""Checks a built collection artifact (ansible-galaxy collection build) for what it ships.
+
+    python tests/check_artifact.py tensorfusion-ops-X.Y.Z.tar.gz [SOURCE_TREE]
+
+- its top-level entries are an allow-list (anything else, such as the nested copy of the
+  collection a stray .ansible/ folder used to bring, or lab/, is an error; the required ones must
+  be there);
+- the shipped README.md and docs/**/*.md refer only to files the artifact ships: every relative
+  Markdown link (resolved from the page's folder) and every path written in the text (code spans,
+  code blocks, prose) that starts in one of the source tree's top-level folders or leaves the tree
+  (../) is resolved from the collection's root and must be a shipped file or folder.
+
+Prints every problem and exits 1 when there is any. SOURCE_TREE (default: the current folder, a
+git checkout) names the top-level entries of the source tree, which tell a path from other text.
+"""
+import posixpath
+import re
+import subprocess
+import sys
+import tarfile
+
+ALLOWED_TOP_LEVEL = {
+    "MANIFEST.json", "FILES.json", "README.md", "COPYING", "CHANGELOG.rst", "bindep.txt",
+    "requirements.txt", "changelogs", "docs", "extensions", "meta", "playbooks", "plugins", "roles",
+}
+REQUIRED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "COPYING", "meta", "plugins", "roles",
+                      "playbooks"}
+
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
+_MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# A path: a run of path characters containing a slash, not inside a longer word.
+_PATH = re.compile(r"(?<![\w./~-])((?:\.\./|[\w.-]+/)[\w./-]*)")
+
+
+def shipped_names(tar_names):
+    """Every file and folder of the artifact, as paths relative to its root."""
+    names = set()
+    for name in tar_names:
+        name = name.strip("/")
+        if name.startswith("./"):
+            name = name[2:]
+        if not name or name == ".":
+            continue
+        parts = name.split("/")
+        for i in range(1, len(parts) + 1):
+            names.add("/".join(parts[:i]))
+    return names
+
+
+def top_level_problems(names):
+    top = {n for n in names if "/" not in n}
+    problems = ["top-level entry %r is not in the allow-list of tests/check_artifact.py" % n
+                for n in sorted(top - ALLOWED_TOP_LEVEL)]
+    problems += ["required top-level entry %r is missing" % n for n in sorted(REQUIRED_TOP_LEVEL - top)]
+    return problems
+
+
+def _resolve(base_dir, target):
+    """target relative to base_dir inside the collection, or None when it leaves the collection."""
+    path = posixpath.normpath(posixpath.join(base_dir, target))
+    return None if path == ".." or path.startswith("../") else path.rstrip("/")
+
+
+def link_problems(page, text, names, source_top_level):
+    """The references of one page (its path in the artifact, its text) to what is not shipped."""
+    problems = []
+    text = _URL.sub(" ", text)
+    for target in _MD_LINK.findall(text):
+        target = target.split("#", 1)[0]
+        if not target or ":" in target:
+            continue
+        resolved = _resolve(posixpath.dirname(page), target)
+        if resolved is None or resolved not in names:
+            problems.append("%s links to %s, which the artifact does not ship" % (page, target))
+    for path in _PATH.findall(_MD_LINK.sub("]", text)):
+        path = path.rstrip(".")
+        first = path.split("/", 1)[0]
+        if first != ".." and first not in source_top_level:
+            continue
+        resolved = _resolve("", path)
+        if resolved is None or resolved not in names:
+            problems.append("%s refers to %s, which the artifact does not ship" % (page, path))
+    return problems
+
+
+def pages(names):
+    return sorted(n for n in names if n == "README.md" or (n.startswith("docs/") and n.endswith(".md")))
+
+
+def check(artifact, source_tree="."):
+    with tarfile.open(artifact) as tar:
+        names = shipped_names(tar.getnames())
+        texts = {page: tar.extractfile(page).read().decode("utf-8") for page in pages(names)}
+    listed = subprocess.run(["git", "ls-files"], cwd=source_tree, check=True, capture_output=True,
+                            text=True).stdout.split()
+    source_top_level = {n.split("/", 1)[0] for n in listed}
+    problems = top_level_problems(names)
+    for page, text in texts.items():
+        problems += link_problems(page, text, names, source_top_level)
+    return problems
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    problems = check(*argv[1:])
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

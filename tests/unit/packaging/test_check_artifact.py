@@ -1,0 +1,78 @@
+"""tests/check_artifact.py, the galaxy build step's check of what the artifact ships, on small
+artifacts built here: each rule must be able to fail."""
+import importlib.util
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "check_artifact.py"
+SPEC = importlib.util.spec_from_file_location("check_artifact", SCRIPT)
+check_artifact = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(check_artifact)
+
+MINIMAL = {"MANIFEST.json": "{}", "FILES.json": "{}", "COPYING": "GPL", "meta/runtime.yml": "---",
+           "plugins/modules/m.py": "", "roles/rbac/files/precheck.yml": "---",
+           "playbooks/precheck.yml": "---", "docs/rbac/README.md": "rules"}
+
+
+def artifact(tmp_path, files):
+    path = tmp_path / "tensorfusion-ops-0.1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def source_tree(tmp_path, top_level=("lab", "tests", "docs", "roles", "playbooks", "plugins")):
+    tree = tmp_path / "src"
+    for name in top_level:
+        (tree / name).mkdir(parents=True)
+        (tree / name / "x").write_text("")
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    subprocess.run(["git", "-C", str(tree), "add", "."], check=True)
+    return tree
+
+
+def test_a_clean_artifact_passes(tmp_path):
+    readme = ("See [the runbooks](playbooks/precheck.yml), `roles/rbac/files/`, "
+              "https://example.org/tests/x and group/tensorfusion.ops.tfops.\n")
+    page = "The files: [here](../../roles/rbac/files/precheck.yml), `plugins/modules/`.\n"
+    path = artifact(tmp_path, dict(MINIMAL, **{"README.md": readme, "docs/rbac/README.md": page}))
+    assert check_artifact.check(path, source_tree(tmp_path)) == []
+
+
+def test_unlisted_and_missing_top_level_entries_are_named(tmp_path):
+    files = dict(MINIMAL, **{"README.md": "", ".ansible/collections/x": "", "lab/up.py": ""})
+    del files["COPYING"]
+    problems = check_artifact.check(artifact(tmp_path, files), source_tree(tmp_path))
+    assert problems == [
+        "top-level entry '.ansible' is not in the allow-list of tests/check_artifact.py",
+        "top-level entry 'lab' is not in the allow-list of tests/check_artifact.py",
+        "required top-level entry 'COPYING' is missing",
+    ]
+
+
+def test_references_to_what_is_not_shipped_are_named(tmp_path):
+    readme = ("[design](../shared/docs/design.md) [demo](demo/run.sh)\n"
+              "Run `tests/run-all.sh`; the design is in `../shared/docs/design.md`.\n"
+              "```bash\nsource tests/env.sh\npython -m lab up\n```\n")
+    page = "[the tests](../tests/x) [fine](../playbooks/precheck.yml) `playbooks/missing.yml`\n"
+    path = artifact(tmp_path, dict(MINIMAL, **{"README.md": readme, "docs/guide.md": page}))
+    assert check_artifact.check(path, source_tree(tmp_path)) == [
+        "README.md links to ../shared/docs/design.md, which the artifact does not ship",
+        "README.md links to demo/run.sh, which the artifact does not ship",
+        "README.md refers to tests/run-all.sh, which the artifact does not ship",
+        "README.md refers to ../shared/docs/design.md, which the artifact does not ship",
+        "README.md refers to tests/env.sh, which the artifact does not ship",
+        "docs/guide.md links to ../tests/x, which the artifact does not ship",
+        "docs/guide.md refers to playbooks/missing.yml, which the artifact does not ship",
+    ]
+
+
+def test_pages_outside_readme_and_docs_are_not_checked(tmp_path):
+    files = dict(MINIMAL, **{"README.md": "", "roles/rbac/README.md": "`tests/x`"})
+    assert check_artifact.check(artifact(tmp_path, files), source_tree(tmp_path)) == []
