@@ -207,14 +207,15 @@ options:
     type: int
   snapshot:
     description:
-      - With V(rolled_back), the path of a bundle made by M(tensorfusion.ops.helm_snapshot). It must
-        verify (checksums, this cluster, and the HMAC-SHA256 signature of its index against the
+      - With V(rolled_back), a bundle made by M(tensorfusion.ops.helm_snapshot) - its path (a folder
+        of the V(local) store) or its reference C(secret://<namespace>/<name>) (the V(cluster)
+        store). It must verify (checksums, this cluster, and the HMAC-SHA256 signature of its index against the
         snapshot key - the Secret C(tensorfusion-ops-snapshot-key) in O(namespace), or
         O(signing_key)) and its revision must still be in the release history unchanged.
       - A bundle that fails any check is refused before anything is written - the task fails with
         C(error=UnusableBundle), C(refused=true) and C(changed=false). So is a bundle whose key
         Secret no longer exists.
-    type: path
+    type: str
   signing_key:
     description:
       - With O(snapshot), the key the bundle was signed with when M(tensorfusion.ops.helm_snapshot)
@@ -488,7 +489,7 @@ def main():
              extra_args=dict(type="list", elements="str"),
              apply_crds=dict(type="bool", default=False),
              revision=dict(type="int"),
-             snapshot=dict(type="path"),
+             snapshot=dict(type="str"),
              signing_key=dict(type="str", no_log=True),
              allow_unsigned=dict(type="bool", default=False),
              recover_pending=dict(type="str", default="fail", choices=["fail", "rollback"]),

@@ -10,13 +10,25 @@ module: helm_snapshot
 short_description: Capture a restore point of TensorFusion's Helm release and GPU-pool configuration
 version_added: 0.1.0
 description:
-  - Writes a bundle folder with the release's revision, status, chart and app version, user and
+  - Stores a bundle with the release's revision, status, chart and app version, user and
     computed values, manifest and history; every TensorFusionCluster (without status and
     server-set metadata); each GPUPool's spec and C(componentStatus); for every Secret the release
     or the clusters reference, its name, type, keys and a keyed fingerprint of each value (never
     the value); the helm and API server versions, the cluster's identity (API server URL and the
     C(kube-system) namespace UID) and the time; and C(index.json) with the sha256 of every file,
     signed with HMAC-SHA256.
+  - O(store=cluster) (the default) keeps the bundle next to what it protects, the way Helm keeps its
+    releases - so that a rollback started later from another machine or another execution
+    environment finds it - as Secrets of type C(tensorfusion.ops/snapshot) in O(namespace) - the
+    files and the signed index as one gzip-compressed JSON document, cut into chunks of 700 KiB
+    (a Secret holds at most 1 MiB), the first Secret named
+    C(tfops-snapshot.<release>.<time>.rev<revision>) and the others C(<that name>.part-<n>),
+    labelled C(app.kubernetes.io/managed-by=tensorfusion.ops),
+    C(tensorfusion.ops/snapshot-of=<release>) and C(tensorfusion.ops/cluster-uid=<kube-system UID>).
+    Its reference is C(secret://<namespace>/<first Secret's name>). A changed Secret fails the same
+    checksum and signature checks as a changed file.
+  - O(store=local) writes a bundle folder in O(dest) instead (for terminal use); O(store=both)
+    writes the same bundle (the same signed index) to both.
   - The key lives in the cluster - the Secret C(tensorfusion-ops-snapshot-key) in O(namespace)
     (labelled C(app.kubernetes.io/managed-by=tensorfusion.ops)), created with 32 random bytes by
     the first snapshot - or is O(signing_key). The bundle holds the signature and the key's id (a
@@ -31,9 +43,11 @@ description:
     rolls back to it.
   - Values whose keys look secret (passwords, tokens, keys, licences) and secret-looking
     environment values are replaced by their keyed fingerprint unless O(keep_secrets) is set;
-    Secret objects in the manifest keep only fingerprints. Files are 0600 and folders 0700; the bundle is written to a
-    temporary folder and renamed, so a partial bundle never looks complete.
-  - Each V(present) run writes a new bundle (C(changed=true)); O(keep) prunes the older ones.
+    Secret objects in the manifest keep only fingerprints. Local files are 0600 and folders 0700; a
+    local bundle is written to a temporary folder and renamed, a cluster bundle's first Secret is
+    created last, so a partial bundle never looks complete.
+  - Each V(present) run writes a new bundle (C(changed=true)); O(keep) prunes the older ones in
+    each store written.
   - O(helm_flags) records the helm flags of the upgrade this restore point precedes (such as
     C(--disable-openapi-validation) on an older API server); a rollback to the bundle with
     M(tensorfusion.ops.helm_release) uses them for each flag option that task leaves unset.
@@ -48,23 +62,35 @@ options:
     type: str
     default: tensor-fusion-sys
     aliases: [release_namespace]
+  store:
+    description:
+      - Where the bundle goes - V(cluster) (Secrets in O(namespace)), V(local) (a folder in O(dest))
+        or V(both) (the same bundle in each; RV(bundle) is then the cluster one).
+      - With V(absent), the stores to remove bundles from (a O(bundle) says its own store).
+    type: str
+    choices: [cluster, local, both]
+    default: cluster
+    version_added: 0.1.0
   dest:
-    description: Folder that holds the bundles (created 0700 if missing).
+    description: Folder that holds the local bundles (created 0700 if missing), with O(store=local) or V(both).
     type: path
-    required: true
+    default: ~/tfops-snapshots
   state:
     description:
       - V(present) captures a new bundle; V(absent) removes O(bundle), or every bundle of the
-        release in O(dest) when O(bundle) is not given.
+        release in O(store) when O(bundle) is not given.
     type: str
     choices: [present, absent]
     default: present
   bundle:
-    description: With V(absent), the bundle to remove (a path, or a folder name inside O(dest)).
+    description:
+      - With V(absent), the bundle to remove - a path, a folder name inside O(dest), or a
+        C(secret://<namespace>/<name>) reference.
     type: str
   keep:
     description:
-      - After capturing, keep only the newest O(keep) bundles of this release and cluster in O(dest).
+      - After capturing, keep only the newest O(keep) bundles of this release and cluster in each
+        store written (O(dest), or the Secrets of O(namespace)).
     type: int
   keep_secrets:
     description:
@@ -114,7 +140,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Reads everything and returns what it would capture and prune; writes nothing (not even a missing key Secret).
+    description: Reads everything and returns what it would capture and prune; writes nothing (no Secret, no folder, not even a missing key Secret).
   diff_mode:
     support: none
     description: Returns no diff.
@@ -129,27 +155,30 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Restore point before the upgrade, keeping the last five
+- name: Restore point before the upgrade, kept in the cluster, keeping the last five
   tensorfusion.ops.helm_snapshot:
-    dest: /var/lib/tfops/snapshots
     keep: 5
   register: snapshot
 
+- name: Restore point in the cluster and a copy on this machine
+  tensorfusion.ops.helm_snapshot:
+    store: both
+    dest: /var/lib/tfops/snapshots
+
 - name: Restore point that records the upgrade's helm flags, for the rollback
   tensorfusion.ops.helm_snapshot:
-    dest: /var/lib/tfops/snapshots
     helm_flags:
       disable_openapi_validation: true
       extra_args: [--history-max=20]
 
-- name: Restore point signed with a key from the vault instead of the cluster's key Secret
+- name: Restore point in a local folder, signed with a key from the vault instead of the cluster's key Secret
   tensorfusion.ops.helm_snapshot:
+    store: local
     dest: /var/lib/tfops/snapshots
     signing_key: "{{ vault_tfops_snapshot_key }}"
 
 - name: Remove one bundle
   tensorfusion.ops.helm_snapshot:
-    dest: /var/lib/tfops/snapshots
     state: absent
     bundle: "{{ snapshot.bundle }}"
 """
@@ -161,10 +190,33 @@ api_server:
   type: str
   sample: https://k8s.example.com:6443
 bundle:
-  description: Path of the bundle written (in check mode, the one that would be written).
+  description:
+    - The bundle written (in check mode, the one that would be written) - its reference
+      C(secret://<namespace>/<name>) in the cluster store (also with O(store=both)), or its
+      path in the local store. What M(tensorfusion.ops.helm_release)
+      O(tensorfusion.ops.helm_release#module:snapshot) takes.
   returned: when state is present
   type: str
-  sample: /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+  sample: secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4
+locations:
+  description: Every copy written (one per store, the cluster one first).
+  returned: when state is present
+  type: list
+  elements: str
+  sample:
+    - secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4
+    - /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+store:
+  description: The O(store) written to.
+  returned: when state is present
+  type: str
+  sample: cluster
+secrets:
+  description: Names of the Secrets of a cluster bundle (one per chunk; empty with O(store=local)).
+  returned: when state is present
+  type: list
+  elements: str
+  sample: [tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4]
 meta:
   description:
     - The bundle's C(meta.json) - release, revision, status, chart and app version, versions,
@@ -210,28 +262,29 @@ files:
     - tensorfusionclusters.json
     - values.json
 pruned:
-  description: Bundles removed (or, in check mode, that would be removed) by O(keep).
+  description: Bundles (references or paths) removed (or, in check mode, that would be removed) by O(keep).
   returned: when state is present
   type: list
   elements: str
   sample: []
 removed:
-  description: Bundles removed by V(absent).
+  description: Bundles (references or paths) removed by V(absent) (in check mode, that would be removed).
   returned: when state is absent
   type: list
   elements: str
-  sample: [/var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4]
+  sample: [secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4]
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_snapshot
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_runs import run_snapshot
 
 
 def main():
     module = tfmodule.new_module(
         dict(name=dict(type="str", default="tensor-fusion-sys", aliases=["release_name"]),
              namespace=dict(type="str", default="tensor-fusion-sys", aliases=["release_namespace"]),
-             dest=dict(type="path", required=True),
+             store=dict(type="str", default="cluster", choices=["cluster", "local", "both"]),
+             dest=dict(type="path", default="~/tfops-snapshots"),
              state=dict(type="str", default="present", choices=["present", "absent"]),
              bundle=dict(type="str"),
              keep=dict(type="int"),

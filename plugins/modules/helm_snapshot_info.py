@@ -10,19 +10,28 @@ module: helm_snapshot_info
 short_description: List and verify the snapshot bundles of M(tensorfusion.ops.helm_snapshot)
 version_added: 0.1.0
 description:
-  - Lists the bundles in a folder, newest first, optionally of one release, and verifies each -
-    every file against the sha256 in its index, no file missing or added, the cluster it was
+  - Lists the bundles of both stores of M(tensorfusion.ops.helm_snapshot) (O(store)) - the
+    Secrets of type C(tensorfusion.ops/snapshot) in O(namespace) (every namespace when it is not
+    given) and the folders in O(dest) - newest first, optionally of one release, and verifies each
+    (a cluster bundle's content as a folder's) - every file against the sha256 in its index, no file missing or added, the cluster it was
     captured on (the C(kube-system) namespace UID) against the cluster of the authentication
     options, and the HMAC-SHA256 signature of its index against the snapshot key (the Secret
     C(tensorfusion-ops-snapshot-key) in the bundle's release namespace, or O(signing_key)).
   - A bundle that fails any check is reported with C(usable=false) and its problems (never a
     failure of the task); M(tensorfusion.ops.helm_release) refuses to restore from it. Each
-    bundle's C(signature) says what the signature check found.
+    bundle's C(signature) says what the signature check found, its C(store) and C(location)
+    where it is.
 options:
+  store:
+    description: The stores to list - V(cluster), V(local) or V(both).
+    type: str
+    choices: [cluster, local, both]
+    default: both
+    version_added: 0.1.0
   dest:
-    description: Folder that holds the bundles.
+    description: Folder that holds the local bundles (a folder that does not exist holds none).
     type: path
-    required: true
+    default: ~/tfops-snapshots
   name:
     description: Only bundles of this release.
     type: str
@@ -33,9 +42,9 @@ options:
     aliases: [release_namespace]
   verify_cluster:
     description:
-      - Connect to the cluster, mark bundles captured on another cluster unusable and read the
-        snapshot keys to check signatures with. V(false) connects to nothing; signatures are then
-        checked only with O(signing_key), and without it no signed bundle is usable.
+      - Mark bundles captured on another cluster unusable and read the snapshot keys to check
+        signatures with. V(false) checks signatures only with O(signing_key) (without it no signed
+        bundle is usable) and, with O(store=local), connects to nothing.
     type: bool
     default: true
   cluster_uid:
@@ -74,16 +83,17 @@ attributes:
   platform:
     platforms: kubernetes
     support: full
-    description: Reads local files and the Kubernetes API.
+    description: Reads local files and the Kubernetes API (Secrets of the snapshot type).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
 
 EXAMPLES = r"""
-- name: Usable restore points of the release
+- name: Usable restore points of the release, in the cluster and in a local folder
   tensorfusion.ops.helm_snapshot_info:
     dest: /var/lib/tfops/snapshots
     name: tensor-fusion-sys
+    namespace: tensor-fusion-sys
   register: snapshots
 
 - name: Roll back to the newest usable one
@@ -101,12 +111,17 @@ bundles:
       key that is not the one here), V(no_key) (no key to check it with - the key Secret is missing
       or could not be read) or V(unsigned); only V(verified), or V(unsigned) with
       O(allow_unsigned), leaves a bundle usable.
+    - C(store) is V(cluster) or V(local); C(location) (also C(path)) the bundle's reference
+      C(secret://<namespace>/<name>) or its folder; a cluster bundle lists its C(secrets).
   returned: always
   type: list
   elements: dict
   sample:
-    - path: /var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
-      name: tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4
+    - path: secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4
+      location: secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4
+      store: cluster
+      secrets: [tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4]
+      name: tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4
       release: tensor-fusion-sys
       namespace: tensor-fusion-sys
       revision: 4
@@ -122,11 +137,13 @@ bundles:
       usable: true
       problems: []
 usable:
-  description: Paths of the usable bundles, newest first.
+  description:
+    - Locations (references or paths) of the usable bundles of both stores, newest first (of one
+      capture in both stores, the cluster copy first).
   returned: always
   type: list
   elements: str
-  sample: [/var/lib/tfops/snapshots/tensor-fusion-sys_tensor-fusion-sys_20261129T020001123456Z_rev4]
+  sample: [secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4]
 cluster_uid:
   description: The identity bundles were checked against; null when not checked.
   returned: always
@@ -140,12 +157,13 @@ api_server:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_snapshot_info
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_runs import run_snapshot_info
 
 
 def main():
     module = tfmodule.new_module(
-        dict(dest=dict(type="path", required=True),
+        dict(store=dict(type="str", default="both", choices=["cluster", "local", "both"]),
+             dest=dict(type="path", default="~/tfops-snapshots"),
              name=dict(type="str", aliases=["release_name"]),
              namespace=dict(type="str", aliases=["release_namespace"]),
              verify_cluster=dict(type="bool", default=True),

@@ -158,6 +158,8 @@ def test_no_secret_anywhere_and_everything_written_is_private(
         corpus["report ConfigMaps"] = report_configmaps_since(api_client, since)
         assert corpus["report ConfigMaps"], "the runs kept their reports in the cluster"
         assert list(work.glob("snapshots-real/*/")), "a bundle was written"
+        corpus["cluster bundles"] = cluster_bundles_since(api_client, since)
+        assert corpus["cluster bundles"], "a bundle was written to the cluster"
         assert assert_reports(work)
         assert_absent(corpus, canaries)
         # Permissions: bundles, reports, the emitted kubeconfig; nothing left in the temp folders.
@@ -190,6 +192,19 @@ def report_configmaps_since(api_client, since):
             texts += [gzip.decompress(base64.b64decode(v)).decode("utf-8", "replace")
                       for v in (cm.binary_data or {}).values()]
     return "\n".join(texts)
+
+
+def cluster_bundles_since(api_client, since):
+    """The decoded content of the snapshot bundles stored in the cluster since ``since``."""
+    import gzip
+    secrets = client.CoreV1Api(api_client).list_namespaced_secret(
+        NS, label_selector="app.kubernetes.io/managed-by=tensorfusion.ops,tensorfusion.ops/snapshot-of").items
+    blobs = {}
+    for secret in sorted(secrets, key=lambda s: int(s.metadata.annotations["tensorfusion.ops/snapshot-part"])):
+        if secret.metadata.creation_timestamp >= since.replace(microsecond=0):
+            name = secret.metadata.annotations["tensorfusion.ops/snapshot-bundle"]
+            blobs[name] = blobs.get(name, b"") + base64.b64decode(secret.data["bundle.gz"])
+    return "\n".join(gzip.decompress(blob).decode() for blob in blobs.values())
 
 
 def assert_reports(work):

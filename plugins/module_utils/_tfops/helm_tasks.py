@@ -7,7 +7,7 @@ secret-looking string with the module so that Ansible masks it anywhere in the o
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, signing, snapshots
@@ -120,32 +120,37 @@ def refused(msg, **details):
     return snapshots.UnusableBundle(msg, refused=True, changed=False, **details)
 
 
-def load_snapshot(kube, path, name, namespace, signing_key=None, allow_unsigned=False):
-    """(meta, description, saved clusters, key) of a bundle that verifies against this cluster:
-    checksums, the cluster's identity, and its signature against the key of the release's
-    namespace (or ``signing_key``). Any failure refuses the bundle before anything is written."""
+def load_snapshot(kube, location, name, namespace, signing_key=None, allow_unsigned=False):
+    """(meta, description, saved clusters, key) of a bundle (a folder or a secret:// reference)
+    that verifies against this cluster: checksums, the cluster's identity, and its signature
+    against the key of the release's namespace (or ``signing_key``). Any failure refuses the
+    bundle before anything is written."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_runs import open_bundle
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
         cluster_identity,
         read_key,
     )
-    path = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isdir(path):
-        raise refused("snapshot %s is not a folder, nothing restored" % path)
     uid = cluster_identity(kube)[0]
     try:
         key = read_key(kube, namespace, signing_key)
     except InvalidInput as exc:  # a key Secret that holds no usable key, a signing_key too short
-        raise refused("snapshot %s cannot be verified, nothing restored: %s" % (path, exc.msg))
-    meta, problems, signature = snapshots.verify_bundle(path, cluster_uid=uid, key=key,
-                                                        allow_unsigned=allow_unsigned)
-    description = snapshots.describe(path, meta, problems, signature)
+        raise refused("snapshot %s cannot be verified, nothing restored: %s" % (location, exc.msg))
+    try:
+        location, store, contents, meta, problems, signature = open_bundle(
+            kube, location, cluster_uid=uid, key=key, allow_unsigned=allow_unsigned)
+    except InvalidInput as exc:  # a malformed secret:// reference
+        raise refused("snapshot %s cannot be read, nothing restored: %s" % (location, exc.msg))
+    description = snapshots.describe(location, meta, problems, signature, store)
+    if contents is None and signature is None:
+        raise refused("snapshot %s does not exist (%s), nothing restored" % (location, "; ".join(problems)))
     if problems:
         raise refused("snapshot %s is unusable, nothing restored: %s" % (
-            path, "; ".join(problems)), snapshot=description)
+            location, "; ".join(problems)), snapshot=description)
     if (meta["release"], meta["namespace"]) != (name, namespace):
         raise refused("snapshot %s is of release %s in namespace %s, not %s in %s; nothing restored" % (
-            path, meta["release"], meta["namespace"], name, namespace), snapshot=description)
-    return meta, description, snapshots.read_json(path, "tensorfusionclusters.json"), key
+            location, meta["release"], meta["namespace"], name, namespace), snapshot=description)
+    clusters = json.loads(contents["tensorfusionclusters.json"].decode("utf-8"))
+    return meta, description, clusters, key
 
 
 def run_release(module, deadline):
@@ -217,130 +222,3 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
             if "diff" in result:
                 result["diff"].extend(i["diff"] for i in items)
     return result
-
-
-# ---- helm_snapshot ------------------------------------------------------------------------------
-def run_snapshot(module):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import capture
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import recorded_flags
-    params = module.params
-    dest = os.path.abspath(os.path.expanduser(params["dest"]))
-    if params["state"] == "absent":
-        return _remove(module, dest)
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import ensure_key
-    recorded_flags(params.get("helm_flags"))  # refuse a flag outside the allow-list first
-    if params.get("signing_key"):
-        signing.key_from_text(params["signing_key"])  # refused before anything is read
-    helm, server = open_helm(module)
-    kube = _connect(module)
-    try:
-        created = []
-
-        def get_key():
-            key, made = ensure_key(kube, params["namespace"], params.get("signing_key"), module.check_mode)
-            created.append(made)
-            return key
-
-        with helm:
-            name, meta, files, key = capture(kube, helm, params, _on_secret(module), get_key)
-        uid = meta["cluster_uid"]
-        result = {"changed": True, "api_server": server, "meta": meta,
-                  "files": sorted(list(files) + [snapshots.INDEX]),
-                  "signing_key": _key_summary(key, params["namespace"], created[0])}
-        existing = _described(dest)
-        ours = snapshots.select(existing, params["name"], params["namespace"], uid)
-        if module.check_mode:
-            result["bundle"] = os.path.join(dest, name)
-            result["pruned"] = [i["path"] for i in snapshots.to_prune(
-                [{"path": result["bundle"]}] + ours, params.get("keep"))]
-            return result
-        result["bundle"] = snapshots.write_bundle(dest, name, files, key)
-        ours = snapshots.select(_described(dest), params["name"], params["namespace"], uid)
-        pruned = snapshots.to_prune(ours, params.get("keep"))
-        for item in pruned:
-            snapshots.remove_bundle(item["path"])
-        result["pruned"] = [i["path"] for i in pruned]
-        return result
-    finally:
-        kube.close()
-
-
-def _key_summary(key, namespace, created):
-    """Where the bundle key is, and its id; never the key."""
-    return {"key_id": key.key_id, "created": created,
-            "secret": None if key.source == "option" else "%s/%s" % (namespace, signing.SECRET_NAME)}
-
-
-def _described(dest):
-    """The bundles in dest for listing and pruning (no restore: the signature is not checked)."""
-    items = []
-    for path in snapshots.list_bundles(dest):
-        meta, problems, _signature = snapshots.verify_bundle(path, signed=False)
-        items.append(snapshots.describe(path, meta, problems))
-    return items
-
-
-def _remove(module, dest):
-    params = module.params
-    targets = []
-    if params.get("bundle"):
-        path = params["bundle"] if os.path.isabs(params["bundle"]) else os.path.join(dest, params["bundle"])
-        if os.path.isdir(path):
-            targets.append(path)
-    else:
-        chosen = snapshots.select(_described(dest), params["name"], params["namespace"])
-        targets = [i["path"] for i in chosen]
-    for path in targets:
-        if not os.path.isfile(os.path.join(path, snapshots.INDEX)):
-            raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % path)
-        if not module.check_mode:
-            snapshots.remove_bundle(path)
-    return {"changed": bool(targets), "removed": targets}
-
-
-# ---- helm_snapshot_info -------------------------------------------------------------------------
-def run_snapshot_info(module):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_task import (
-        cluster_identity,
-        read_key,
-    )
-    params = module.params
-    dest = os.path.abspath(os.path.expanduser(params["dest"]))
-    uid, server = params.get("cluster_uid"), None
-    given = signing.key_from_text(params["signing_key"]) if params.get("signing_key") else None
-    keys, items, warnings = {}, [], []
-    # Connected for the cluster's identity and for the keys (unless both are given).
-    kube = _connect(module) if params["verify_cluster"] and not (uid and given) else None
-
-    def key_for(meta):
-        """The key of the bundle's release namespace, read once per namespace and never failing:
-        a key that cannot be read leaves the signature unchecked and the bundle unusable."""
-        if given is not None or kube is None:
-            return given
-        namespace = (meta or {}).get("namespace")
-        if namespace not in keys:
-            try:
-                keys[namespace] = read_key(kube, namespace) if namespace else None
-            except (ApiError, InvalidInput) as exc:
-                warnings.append("the snapshot key of namespace %s could not be read: %s" % (namespace, exc.msg))
-                keys[namespace] = None
-        return keys[namespace]
-
-    try:
-        if kube is not None:
-            server = kube.server
-            if not uid:
-                uid = cluster_identity(kube)[0]
-        for path in snapshots.list_bundles(dest):
-            meta, problems, signature = snapshots.verify_bundle(
-                path, cluster_uid=uid, key=key_for, allow_unsigned=params["allow_unsigned"])
-            items.append(snapshots.describe(path, meta, problems, signature))
-    finally:
-        if kube is not None:
-            kube.close()
-    for warning in warnings:
-        module.warn(warning)
-    chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
-                              uid if params["only_this_cluster"] else None)
-    return {"changed": False, "bundles": chosen, "cluster_uid": uid, "api_server": server,
-            "usable": [i["path"] for i in chosen if i["usable"]]}

@@ -2,9 +2,10 @@
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Snapshot bundles of a Helm release and its TensorFusion state: what goes in (pure: cleaning,
-redaction, the Secret references), how a bundle is written (0700 folder, 0600 files, a temporary
-folder renamed at the end, an index with the sha256 of every file, signed with the cluster's
-snapshot key: signing.py), verified, listed and pruned."""
+redaction, the Secret references), its signed index (the sha256 of every file, signed with the
+cluster's snapshot key: signing.py), how its contents are verified (whichever store they come
+from: a folder here, Secrets in snapshot_store.py), and how a local bundle is written (0700
+folder, 0600 files, a temporary folder renamed at the end), listed and pruned."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ FORMAT = 2  # 2: a signed index and keyed fingerprints; 1: checksums and bare sh
 INDEX = "index.json"
 META = "meta.json"
 TEMP_PREFIX = ".tmp-"
+LOCAL, CLUSTER, BOTH = "local", "cluster", "both"  # the stores of helm_snapshot's ``store``
 _SERVER_SET_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
                         "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
                         "ownerReferences")
@@ -112,27 +114,30 @@ def bundle_name(release, namespace, captured_at, revision):
     return "%s_%s_%s_rev%s" % (release, namespace, stamp, revision)
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(65536), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def dumps(value):
     return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def text_sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def signed_index(files, key):
+    """The index of {file name: text}: each file's sha256 (of its UTF-8 bytes, what a local bundle
+    holds on disk) signed with ``key`` (a signing.BundleKey). One index for every store."""
+    index = dict((name, text_sha256(text)) for name, text in files.items())
+    return {"format": FORMAT, "files": index, "signature": signing.signature_of(index, key)}
 
 
 # ---- writing ------------------------------------------------------------------------------------
 def _write_private(path, text):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.encode("utf-8"))
 
 
 def write_bundle(dest, name, files, key):
-    """Write {file name: text} as dest/name with an index signed with ``key`` (a
+    """Write {file name: text} as dest/name with its index signed with ``key`` (a
     signing.BundleKey); atomic by rename. Returns the path."""
     if not os.path.isdir(dest):
         os.makedirs(dest, mode=0o700)
@@ -142,13 +147,9 @@ def write_bundle(dest, name, files, key):
     temp = tempfile.mkdtemp(prefix=TEMP_PREFIX + name + "-", dir=dest)
     try:
         os.chmod(temp, 0o700)
-        index = {}
         for file_name, text in sorted(files.items()):
-            path = os.path.join(temp, file_name)
-            _write_private(path, text)
-            index[file_name] = file_sha256(path)
-        signed = {"format": FORMAT, "files": index, "signature": signing.signature_of(index, key)}
-        _write_private(os.path.join(temp, INDEX), dumps(signed))
+            _write_private(os.path.join(temp, file_name), text)
+        _write_private(os.path.join(temp, INDEX), dumps(signed_index(files, key)))
         os.rename(temp, final)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
@@ -162,41 +163,66 @@ def read_json(bundle, file_name):
         return json.load(handle)
 
 
+def read_folder(bundle):
+    """{entry name: bytes, or None for an entry that is not a regular file} of a bundle folder."""
+    contents = {}
+    for entry in os.listdir(bundle):
+        path = os.path.join(bundle, entry)
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                contents[entry] = handle.read()
+        else:
+            contents[entry] = None
+    return contents
+
+
 def verify_bundle(bundle, cluster_uid=None, key=None, allow_unsigned=False, signed=True):
-    """(meta or None, problems, signature status): checksums of every indexed file, no unindexed
-    file, the index complete, and when ``cluster_uid`` is given, the bundle's cluster; with
-    ``signed``, the index's signature against ``key`` (a signing.BundleKey, None when none is
-    known, or a function of the bundle's meta that returns one), an unsigned bundle being a problem
-    unless ``allow_unsigned``. Without ``signed`` the status is None (a listing that restores
-    nothing)."""
+    """verify_contents of a bundle folder."""
+    try:
+        contents = read_folder(bundle)
+    except OSError as exc:
+        return None, ["unreadable bundle folder: %s" % exc], (signing.INVALID if signed else None)
+    return verify_contents(contents, cluster_uid, key, allow_unsigned, signed)
+
+
+def verify_contents(contents, cluster_uid=None, key=None, allow_unsigned=False, signed=True):
+    """(meta or None, problems, signature status) of a bundle's contents ({file name: bytes, or
+    None for an entry that is not a file}, the index included), from a folder or from Secrets:
+    checksums of every indexed file, no unindexed file, the index complete, and when
+    ``cluster_uid`` is given, the bundle's cluster; with ``signed``, the index's signature against
+    ``key`` (a signing.BundleKey, None when none is known, or a function of the bundle's meta that
+    returns one), an unsigned bundle being a problem unless ``allow_unsigned``. Without ``signed``
+    the status is None (a listing that restores nothing)."""
     problems = []
     try:
-        index = read_json(bundle, INDEX)
+        if contents.get(INDEX) is None:
+            raise ValueError("missing")
+        index = json.loads(contents[INDEX].decode("utf-8"))
         if not isinstance(index, dict):
             raise ValueError("not a JSON object")
-    except (OSError, ValueError) as exc:
-        return None, ["no readable %s (an incomplete or foreign folder): %s" % (INDEX, exc)], \
+    except ValueError as exc:
+        return None, ["no readable %s (an incomplete or foreign bundle): %s" % (INDEX, exc)], \
             (signing.INVALID if signed else None)
-    files = index.get("files") or {}
+    files = index.get("files") if isinstance(index.get("files"), dict) else {}
     if META not in files:
         problems.append("%s is not in the index" % META)
     for file_name, expected in sorted(files.items()):
-        path = os.path.join(bundle, file_name)
         if os.path.basename(file_name) != file_name:
             problems.append("index names a path outside the bundle: %s" % file_name)
             continue
-        if not os.path.isfile(path):
+        data = contents.get(file_name)
+        if data is None:
             problems.append("%s is missing" % file_name)
-        elif file_sha256(path) != expected:
+        elif hashlib.sha256(data).hexdigest() != expected:
             problems.append("%s does not match its checksum (changed after capture)" % file_name)
-    extra = sorted(set(os.listdir(bundle)) - set(files) - {INDEX})
+    extra = sorted(set(contents) - set(files) - {INDEX})
     if extra:
         problems.append("files not in the index: %s" % ", ".join(extra))
     meta = None
-    if META in files and os.path.isfile(os.path.join(bundle, META)):
+    if META in files and contents.get(META) is not None:
         try:
-            meta = read_json(bundle, META)
-        except (OSError, ValueError) as exc:
+            meta = json.loads(contents[META].decode("utf-8"))
+        except ValueError as exc:
             problems.append("%s unreadable: %s" % (META, exc))
     if meta is not None and cluster_uid and meta.get("cluster_uid") != cluster_uid:
         problems.append("captured on another cluster (kube-system UID %s at %s; this cluster is %s)"
@@ -219,9 +245,12 @@ def list_bundles(dest):
                   and os.path.isfile(os.path.join(dest, n, INDEX)))
 
 
-def describe(bundle, meta, problems, signature=None):
+def describe(bundle, meta, problems, signature=None, store=LOCAL):
+    """A bundle as helm_snapshot_info lists it; ``bundle`` is its location (a folder, or the
+    secret:// reference of a cluster bundle), also its ``path`` (what helm_release takes)."""
     meta = meta or {}
-    return {"path": bundle, "name": os.path.basename(bundle), "release": meta.get("release"),
+    return {"path": bundle, "location": bundle, "store": store,
+            "name": bundle.rsplit("/", 1)[-1], "release": meta.get("release"),
             "namespace": meta.get("namespace"), "revision": meta.get("revision"),
             "status": meta.get("status"), "chart": meta.get("chart"),
             "chart_version": meta.get("chart_version"), "app_version": meta.get("app_version"),
@@ -231,12 +260,14 @@ def describe(bundle, meta, problems, signature=None):
 
 
 def select(items, release=None, namespace=None, cluster_uid=None):
-    """Bundle descriptions of a release (and cluster), newest capture first."""
+    """Bundle descriptions of a release (and cluster), of either store, newest capture first (the
+    copies of one capture: the cluster's first)."""
     chosen = [i for i in items
               if (release is None or i["release"] == release)
               and (namespace is None or i["namespace"] == namespace)
               and (cluster_uid is None or i["cluster_uid"] == cluster_uid)]
-    return sorted(chosen, key=lambda i: (i["captured_at"] or "", i["name"]), reverse=True)
+    return sorted(chosen, key=lambda i: (i["captured_at"] or "", i.get("store") == CLUSTER, i["name"]),
+                  reverse=True)
 
 
 def to_prune(items, keep):
