@@ -14,17 +14,50 @@ description:
     steps with their times and status, the chart and component versions before and after, the
     precheck and verify findings, the snapshot used, each pool's rollout timeline, the rollback and
     the error - and decides the run's outcome (RV(status)).
-  - Writes C(<dest>/<playbook>-<host>-<time>/) with C(report.json), C(report.html) (inline CSS and
-    an SVG timeline of each component's progress per pool, no external assets) and C(report.md).
-    Folders are 0700 and files 0600.
+  - The report is C(report.json), C(report.html) (inline CSS and an SVG timeline of each
+    component's progress per pool, no external assets) and C(report.md).
+  - With O(store=local) (or V(both)) it writes them into C(<dest>/<playbook>-<host>-<time>/) on the
+    host the module runs on (the runbooks run it on the controller). Folders are 0700 and files 0600.
+  - With O(store=cluster) (or V(both)) it keeps them in one ConfigMap per run in O(namespace), named
+    C(tfops-report-<playbook>-<host>-<UTC start time>) and labelled
+    C(app.kubernetes.io/managed-by=tensorfusion.ops) and C(tensorfusion.ops/report-of=<playbook>),
+    and deletes that runbook's oldest report ConfigMaps beyond O(keep). In AWX use V(cluster) or V(both) -
+    the local folder is gone with the execution environment when the job ends.
   - Only named fields are copied from the results - never values, diffs or manifests - so no
-    Secret value reaches the report.
-  - Writes files on the host it runs on; the runbooks run it on the controller (local connection).
+    Secret value reaches the report, in either store.
 options:
   dest:
-    description: Artifacts folder (created 0700 if missing).
+    description: Artifacts folder (created 0700 if missing); required when O(store) is V(local) or V(both).
     type: path
-    required: true
+  store:
+    description:
+      - Where the report goes - V(local) (files in O(dest)), V(cluster) (a ConfigMap in
+        O(namespace)) or V(both).
+      - The cluster copy is best effort, the run's report must not be lost to it - when it cannot
+        be stored (a missing permission, no API server, credentials that do not work) the module
+        warns, returns RV(configmap) null and still succeeds (with V(both), the local files are
+        written). A local folder that cannot be written fails the task.
+      - The ConfigMap is named after the run's start (O(started)), so a second report of the same
+        run (the runbooks write one before and one after releasing the lock) replaces the first.
+      - Its content stays below the 1 MiB object limit - the three files as text when they fit;
+        else gzip-compressed in C(binaryData) (C(report.json.gz), ...); else without the HTML page
+        (a warning says so; C(report.json) holds everything the page shows). A report whose
+        compressed JSON alone is too large is not stored in the cluster (a warning).
+      - A check-mode run (O(check_run)) stores nothing in the cluster (the report of a check run is
+        not a change it may make).
+    type: str
+    choices: [local, cluster, both]
+    default: local
+  namespace:
+    description: Namespace of the report ConfigMaps (the release namespace).
+    type: str
+    default: tensor-fusion-sys
+  keep:
+    description:
+      - How many report ConfigMaps of this O(playbook) stay in O(namespace), this run's included; the
+        oldest (by the run's start) are deleted after this run's is created.
+    type: int
+    default: 10
   playbook:
     description: Name of the runbook (V(upgrade), V(rollback), V(precheck)).
     type: str
@@ -78,24 +111,29 @@ options:
         runs with C(check_mode=false).
     type: bool
     default: false
+extends_documentation_fragment:
+  - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Builds the record and returns it; writes nothing.
+    description: Builds the record and returns it; writes nothing, neither files nor a ConfigMap.
   diff_mode:
     support: none
     description: Returns no diff.
   platform:
     platforms: posix
     support: full
-    description: Writes local files.
+    description: Writes local files; the Kubernetes API for O(store=cluster).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
 
 EXAMPLES = r"""
-- name: Report
+- name: Report, kept in the release namespace and on the controller
   tensorfusion.ops.run_report:
+    store: both
+    namespace: tensor-fusion-sys
+    keep: 10
     dest: ~/tfops-artifacts
     playbook: upgrade
     host: "{{ inventory_hostname }}"
@@ -142,7 +180,7 @@ summary:
   type: str
   sample: "upgrade on localhost: changed and verified (chart 1.8.6 -> 1.8.7) in 74s"
 dir:
-  description: The run's folder (in check mode, the one that would be written).
+  description: The run's folder (in check mode, the one that would be written); null when O(store=cluster).
   returned: always
   type: str
   sample: /home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z
@@ -152,6 +190,28 @@ files:
   type: list
   elements: str
   sample: [/home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z/report.html]
+configmap:
+  description:
+    - The report's ConfigMap - C(ref) (C(configmap://<namespace>/<name>)), C(namespace), C(name),
+      C(created) (false when this run's earlier report was replaced), C(content) (V(plain), V(gzip) or
+      V(gzip-without-html)), C(dropped) (files left out) and C(pruned) (the old report ConfigMaps deleted).
+    - Null when nothing was stored in the cluster - O(store=local), check mode, a check-mode run,
+      or a failure (then a warning says why).
+  returned: always
+  type: dict
+  sample:
+    ref: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z
+    namespace: tensor-fusion-sys
+    name: tfops-report-upgrade-localhost-20261129t020001z
+    created: true
+    content: plain
+    dropped: []
+    pruned: [tfops-report-upgrade-localhost-20261101t020003z]
+report_ref:
+  description: The C(ref) of RV(configmap), or null.
+  returned: always
+  type: str
+  sample: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z
 record:
   description:
     - The JSON record. Besides the steps, versions, pools and findings it holds C(warnings) (each
@@ -163,40 +223,77 @@ record:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render, report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, TfopsError
+
+NOT_STORED = "the report was not stored in the cluster (%s)%s"
+
+
+def store_in_cluster(module, record, files, folder):
+    """The ConfigMap of the report, or None with a warning: the cluster copy never fails the task
+    (it runs in the runbooks' rescue/always path, where the run's own failure must stay the one
+    reported, and the local copy must still be written)."""
+    params = module.params
+    local = " - the local report is in %s" % folder if folder else " - only the run's summary remains"
+    try:
+        with tfmodule.connected(module) as kube:
+            stored = report_store.store_in_cluster(kube, params["namespace"], record["playbook"], record["started"],
+                                                   record["host"], files, params["keep"])
+    except TfopsError as exc:
+        module.warn(NOT_STORED % (exc.msg, local))
+        return None
+    except Exception as exc:  # pylint: disable=broad-except  # anything else as well: see above
+        module.warn(NOT_STORED % ("%s: %s" % (type(exc).__name__, exc), local))
+        return None
+    if stored["dropped"]:
+        module.warn("the report's %s did not fit in ConfigMap %s and was left out (report.json holds it all)" % (
+            ", ".join(stored["dropped"]), stored["ref"]))
+    return stored
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(dest=dict(type="path", required=True),
-                           playbook=dict(type="str", required=True),
-                           host=dict(type="str", default="localhost"),
-                           started=dict(type="str"),
-                           steps=dict(type="list", elements="dict", default=[]),
-                           results=dict(type="dict", default={}),
-                           snapshot=dict(type="dict"),
-                           error=dict(type="dict"),
-                           check_run=dict(type="bool", default=False)),
+    module = tfmodule.new_module(
+        dict(dest=dict(type="path"),
+             store=dict(type="str", choices=["local", "cluster", "both"], default="local"),
+             namespace=dict(type="str", default="tensor-fusion-sys"),
+             keep=dict(type="int", default=10),
+             playbook=dict(type="str", required=True),
+             host=dict(type="str", default="localhost"),
+             started=dict(type="str"),
+             steps=dict(type="list", elements="dict", default=[]),
+             results=dict(type="dict", default={}),
+             snapshot=dict(type="dict"),
+             error=dict(type="dict"),
+             check_run=dict(type="bool", default=False)),
+        required_if=[("store", "local", ["dest"]), ("store", "both", ["dest"])],
         supports_check_mode=True)
+    params = module.params
+    local, cluster = params["store"] in ("local", "both"), params["store"] in ("cluster", "both")
     try:
-        record = report.build_record(module.params, utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        if params["keep"] < 1:
+            raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
+        record = report.build_record(params, utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        if cluster:
+            report_store.report_labels(record["playbook"])  # a playbook that cannot label it: refused now
     except (TfopsError, ValueError) as exc:
         module.fail_json(msg="cannot build the report: %s" % getattr(exc, "msg", exc))
-    if module.check_mode:
-        folder = os.path.join(os.path.abspath(module.params["dest"]), report_render.run_folder_name(record))
-        files = []
-    else:
+    files = report_render.report_files(record)
+    folder, written = None, []
+    if local and module.check_mode:
+        folder = os.path.join(os.path.abspath(params["dest"]), report_render.run_folder_name(record))
+    elif local:
         try:
-            folder, files = report_render.write_report(module.params["dest"], record)
+            folder, written = report_render.write_report(params["dest"], record, files)
         except OSError as exc:
-            module.fail_json(msg="cannot write the report into %s: %s" % (module.params["dest"], exc))
-    module.exit_json(changed=not module.check_mode, status=record["status"], failed_run=record["failed"],
+            module.fail_json(msg="cannot write the report into %s: %s" % (params["dest"], exc))
+    stored = store_in_cluster(module, record, files, folder) if cluster and not module.check_mode \
+        and not params["check_run"] else None
+    module.exit_json(changed=bool(written or stored), status=record["status"], failed_run=record["failed"],
                      resumable=record["resumable"], cluster_changed=record["changed"],
-                     summary=report.summary_line(record), dir=folder, files=files, record=record)
+                     summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
+                     report_ref=stored["ref"] if stored else None, record=record)
 
 
 if __name__ == "__main__":

@@ -25,13 +25,14 @@ NAMESPACE = "tensor-fusion-sys"
 
 def runbook_files(runbook, helm_chart=True):
     """The manifest files a runbook (or a tuple of runbooks) binds, as roles/rbac/files/runbooks.yml
-    (and the rbac role) say."""
+    (and the rbac role, with rbac_report true) say."""
     index = yaml.safe_load((RBAC_DIR / "runbooks.yml").read_text())
     files = []
     for name in (runbook,) if isinstance(runbook, str) else runbook:
         files += [f for f in index["runbooks"][name] if f not in files]
-        if helm_chart and name in index["helm_chart"]["runbooks"] and index["helm_chart"]["file"] not in files:
-            files.append(index["helm_chart"]["file"])
+        for part, on in ((index["helm_chart"], helm_chart), (index["report"], True)):
+            if on and name in part["runbooks"] and part["file"] not in files:
+                files.append(part["file"])
     return files
 
 
@@ -84,8 +85,8 @@ class ServiceAccounts:
     def __call__(self, runbook, drop=None, helm_chart=True):
         """Path of a 0600 kubeconfig for a ServiceAccount bound to exactly ``runbook``'s roles
         (a tuple of runbooks: all of theirs),
-        minus ``drop`` = (kind, resource, verb) or (kind, resource, verb, role name)."""
-        key = (runbook, tuple(drop or ()), helm_chart)
+        minus ``drop`` = (kind, resource, verb) or (kind, resource, verb, role name), or a list of them."""
+        key = (runbook, repr(drop), helm_chart)
         if key not in self.made:
             self.made[key] = self._make(runbook, drop, helm_chart)
         return self.made[key][0]
@@ -97,8 +98,8 @@ class ServiceAccounts:
         label = runbook if isinstance(runbook, str) else "-".join(runbook)
         name = "tfops-it-%s%s%s" % (label, "" if helm_chart else "-nohelm",
                                     "-" + hashlib.sha1(repr(drop).encode()).hexdigest()[:6] if drop else "")
-        if drop:
-            manifests = without(manifests, *drop)
+        for one in (drop if drop and isinstance(drop[0], (tuple, list)) else [drop] if drop else []):
+            manifests = without(manifests, *one)
         for doc in manifests:
             doc["metadata"]["name"] = "%s--%s" % (doc["metadata"]["name"], name)
         roles = access.desired_roles(manifests, NAMESPACE)

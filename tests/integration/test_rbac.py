@@ -40,9 +40,17 @@ def touched(api_client):
                             for d in apps.list_namespaced_deployment(NS).items}
     found["secrets"] = {s.metadata.name: s.metadata.resource_version
                         for s in core.list_namespaced_secret(NS).items}
+    # The runs' own report ConfigMaps are their record, not a change of TensorFusion
+    # (test_report_store.py follows them).
     found["configmaps"] = {c.metadata.name: c.metadata.resource_version
-                           for c in core.list_namespaced_config_map(NS).items}
+                           for c in core.list_namespaced_config_map(NS).items
+                           if "tensorfusion.ops/report-of" not in (c.metadata.labels or {})}
     return found
+
+
+def report_configmaps(api_client, runbook):
+    return {c.metadata.name for c in client.CoreV1Api(api_client).list_namespaced_config_map(
+        NS, label_selector="tensorfusion.ops/report-of=" + runbook).items}
 
 
 def guarded(kubeconfig, runbook, rbac, tmp_path, **extra):
@@ -78,7 +86,7 @@ def test_role_grants_idempotently_with_a_private_kubeconfig_and_removes(lab, api
     assert {"action": "create", "kind": "ServiceAccount", "name": name, "namespace": NS} in first["changes"]
     assert sorted(first["roles"]) == sorted(
         ["ClusterRole/tensorfusion-ops-%s" % r for r in ("precheck", "verify", "rotate")]
-        + ["Role/%s/tensorfusion-ops-%s" % (NS, r) for r in ("precheck", "rotate")])
+        + ["Role/%s/tensorfusion-ops-%s" % (NS, r) for r in ("precheck", "rotate", "report")])
     assert again["changed"] is False and again["changes"] == []
     stat_result = run.task_results("Kubeconfig file")["stat"]
     assert stat_result["exists"] and stat_result["mode"] == "0600"
@@ -95,12 +103,15 @@ def test_role_grants_idempotently_with_a_private_kubeconfig_and_removes(lab, api
 def test_precheck_runbook_runs_read_only_under_its_service_account(lab, api_client, sa_kubeconfig, tmp_path):
     kubeconfig = sa_kubeconfig("precheck")  # before the snapshot: it creates a token Secret
     settle(api_client)
-    before = touched(api_client)
+    before, reports_before = touched(api_client), report_configmaps(api_client, "precheck")
     run = guarded(kubeconfig, "precheck", "precheck", tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     assert touched(api_client) == before
     reports = list((tmp_path / "artifacts").rglob("report.json"))
     assert len(reports) == 1
+    # ... and its one write: its report, also kept in the cluster with the token's own rights.
+    stored = run.task_results("Write the report")["configmap"]
+    assert stored and stored["name"] in report_configmaps(api_client, "precheck") - reports_before
 
 
 def test_precheck_without_one_rule_fails_clearly_and_reads_only(lab, api_client, sa_kubeconfig, tmp_path):

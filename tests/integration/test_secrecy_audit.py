@@ -155,6 +155,8 @@ def test_no_secret_anywhere_and_everything_written_is_private(
         corpus.update(files_text(work))
         del corpus[str(emitted)]  # the one place the emitted token belongs (checked for 0600 below)
         corpus["events"] = events_since(api_client, since)
+        corpus["report ConfigMaps"] = report_configmaps_since(api_client, since)
+        assert corpus["report ConfigMaps"], "the runs kept their reports in the cluster"
         assert list(work.glob("snapshots-real/*/")), "a bundle was written"
         corpus["cluster bundles"] = cluster_bundles_since(api_client, since)
         assert corpus["cluster bundles"], "a bundle was written to the cluster"
@@ -175,6 +177,21 @@ def test_no_secret_anywhere_and_everything_written_is_private(
         for path in sorted(temp_root.rglob("*"), reverse=True):
             path.rmdir() if path.is_dir() else path.unlink()
         temp_root.rmdir()
+
+
+def report_configmaps_since(api_client, since):
+    """The report ConfigMaps (tfops_report_store both) created since ``since``, compressed parts
+    decoded."""
+    import gzip
+    import json
+    texts = []
+    for cm in client.CoreV1Api(api_client).list_namespaced_config_map(
+            NS, label_selector="tensorfusion.ops/report-of").items:
+        if cm.metadata.creation_timestamp >= since.replace(microsecond=0):
+            texts.append(json.dumps(api_client.sanitize_for_serialization(cm)))
+            texts += [gzip.decompress(base64.b64decode(v)).decode("utf-8", "replace")
+                      for v in (cm.binary_data or {}).values()]
+    return "\n".join(texts)
 
 
 def cluster_bundles_since(api_client, since):

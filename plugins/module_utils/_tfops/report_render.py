@@ -179,15 +179,20 @@ def run_folder_name(record):
     return "%s-%sZ" % (safe, stamp)
 
 
-def write_report(dest, record):
+def report_files(record):
+    """{file name: text} of a run's report: the same in the local folder and in the cluster."""
+    return {"report.json": json.dumps(record, indent=2, sort_keys=True) + "\n",
+            "report.html": render_html(record), "report.md": render_markdown(record)}
+
+
+def write_report(dest, record, files=None):
     """``<dest>/<playbook>-<host>-<time>/report.{json,html,md}``: folders 0700, files 0600."""
     dest = os.path.abspath(dest)
     os.makedirs(dest, mode=0o700, exist_ok=True)
     folder = os.path.join(dest, run_folder_name(record))
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
-    files = {"report.json": json.dumps(record, indent=2, sort_keys=True) + "\n",
-             "report.html": render_html(record), "report.md": render_markdown(record)}
+    files = files or report_files(record)
     for name, text in files.items():
         _write(os.path.join(folder, name), text)
     return folder, sorted(os.path.join(folder, n) for n in files)
