@@ -232,25 +232,27 @@ NOT_STORED = "the report was not stored in the cluster (%s)%s"
 
 
 def store_in_cluster(module, record, files, folder):
-    """The ConfigMap of the report, or None with a warning: the cluster copy never fails the task
-    (it runs in the runbooks' rescue/always path, where the run's own failure must stay the one
-    reported, and the local copy must still be written)."""
+    """(the ConfigMap of the report or None, whether anything was written). A failure is a warning:
+    the cluster copy never fails the task (it runs in the runbooks' rescue/always path, where the
+    run's own failure must stay the one reported, and the local copy must still be written); a
+    write that went through before it (the ConfigMap made, the pruning failed) still counts."""
     params = module.params
     local = " - the local report is in %s" % folder if folder else " - only the run's summary remains"
+    kube = None
     try:
         with tfmodule.connected(module) as kube:
             stored = report_store.store_in_cluster(kube, params["namespace"], record["playbook"], record["started"],
                                                    record["host"], files, params["keep"])
     except TfopsError as exc:
         module.warn(NOT_STORED % (exc.msg, local))
-        return None
+        return None, bool(kube is not None and kube.written)
     except Exception as exc:  # pylint: disable=broad-except  # anything else as well: see above
         module.warn(NOT_STORED % ("%s: %s" % (type(exc).__name__, exc), local))
-        return None
+        return None, bool(kube is not None and kube.written)
     if stored["dropped"]:
         module.warn("the report's %s did not fit in ConfigMap %s and was left out (report.json holds it all)" % (
             ", ".join(stored["dropped"]), stored["ref"]))
-    return stored
+    return stored, True
 
 
 def main():
@@ -288,9 +290,9 @@ def main():
             folder, written = report_render.write_report(params["dest"], record, files)
         except OSError as exc:
             module.fail_json(msg="cannot write the report into %s: %s" % (params["dest"], exc))
-    stored = store_in_cluster(module, record, files, folder) if cluster and not module.check_mode \
-        and not params["check_run"] else None
-    module.exit_json(changed=bool(written or stored), status=record["status"], failed_run=record["failed"],
+    stored, cluster_written = store_in_cluster(module, record, files, folder) \
+        if cluster and not module.check_mode and not params["check_run"] else (None, False)
+    module.exit_json(changed=bool(written or cluster_written), status=record["status"], failed_run=record["failed"],
                      resumable=record["resumable"], cluster_changed=record["changed"],
                      summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
                      report_ref=stored["ref"] if stored else None, record=record)
