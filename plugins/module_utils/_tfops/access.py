@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
     InvalidInput,
@@ -22,7 +23,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
 BINDING_KIND = {"ClusterRole": "ClusterRoleBinding", "Role": "RoleBinding"}
 
 

@@ -20,6 +20,7 @@ import re
 import socket
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import (
     parse_time,
     utcnow,
@@ -41,7 +42,6 @@ PREFIX = "tensorfusion.ops/"
 ANNOTATION_KEYS = ("purpose", "user", "host", "job-id")
 RELEASED_BY = PREFIX + "released-by"
 RELEASED_AT = PREFIX + "released-at"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "tensorfusion.ops"}
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
 RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

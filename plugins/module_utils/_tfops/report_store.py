@@ -15,10 +15,10 @@ import datetime
 import gzip
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY, selector_terms
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError, InvalidInput
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
 REPORT_OF = "tensorfusion.ops/report-of"
 RUN_STARTED = "tensorfusion.ops/run-started"
 CONTENT = "tensorfusion.ops/report-content"
@@ -47,11 +47,11 @@ def report_labels(playbook):
     if not _LABEL_VALUE.match(playbook or ""):
         raise InvalidInput("playbook %r cannot label a report ConfigMap: up to 63 letters, digits, "
                            "'-', '_' or '.', beginning and ending with a letter or digit" % (playbook,))
-    return {MANAGED_BY: "tensorfusion.ops", REPORT_OF: playbook}
+    return dict(MANAGED_BY, **{REPORT_OF: playbook})
 
 
 def label_selector(playbook):
-    return ",".join("%s=%s" % item for item in sorted(report_labels(playbook).items()))
+    return ",".join(selector_terms(report_labels(playbook)))
 
 
 def _gzip64(text):

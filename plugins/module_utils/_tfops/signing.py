@@ -14,6 +14,7 @@ import hmac
 import json
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 ALGORITHM = "hmac-sha256"
@@ -77,8 +78,7 @@ def key_secret(namespace, key_bytes):
     """The key Secret to create (``key_bytes``: random, from ``secrets.token_bytes``)."""
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": SECRET_NAME, "namespace": namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "tensorfusion.ops",
-                                    "tensorfusion.ops/purpose": "snapshot-signing"},
+                         "labels": dict(MANAGED_BY, **{"tensorfusion.ops/purpose": "snapshot-signing"}),
                          "annotations": {"tensorfusion.ops/description":
                                          "Signs the index of tensorfusion.ops snapshot bundles and keys the "
                                          "fingerprints of Secret values in them; deleting it makes every "

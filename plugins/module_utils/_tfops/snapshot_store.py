@@ -14,6 +14,7 @@ import gzip
 import json
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY, selector_terms
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import signing, snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
@@ -23,7 +24,6 @@ DATA_KEY = "bundle.gz"
 # Kubernetes refuses an object over 1 MiB (etcd's request limit is 1.5 MiB); a chunk's base64
 # takes 4/3 of it, so 700 KiB keeps every Secret well below both.
 CHUNK_BYTES = 700 * 1024
-MANAGED_BY = ("app.kubernetes.io/managed-by", "tensorfusion.ops")
 LABEL_RELEASE = "tensorfusion.ops/snapshot-of"
 LABEL_CLUSTER = "tensorfusion.ops/cluster-uid"
 ANNOTATION_BUNDLE = "tensorfusion.ops/snapshot-bundle"
@@ -59,7 +59,7 @@ def secret_name(release, captured_at, revision):
 
 def selector(release=None):
     """The label selector of the bundles' Secrets (of one release, or of all)."""
-    terms = ["%s=%s" % MANAGED_BY]
+    terms = selector_terms(MANAGED_BY)
     terms.append("%s=%s" % (LABEL_RELEASE, release) if release else LABEL_RELEASE)
     return ",".join(terms)
 
@@ -91,8 +91,7 @@ def secrets_for(namespace, name, release, cluster_uid, blob, size=CHUNK_BYTES):
             "metadata": {
                 "name": name if number == 1 else "%s.part-%d" % (name, number),
                 "namespace": namespace,
-                "labels": {MANAGED_BY[0]: MANAGED_BY[1], LABEL_RELEASE: release,
-                           LABEL_CLUSTER: cluster_uid},
+                "labels": dict(MANAGED_BY, **{LABEL_RELEASE: release, LABEL_CLUSTER: cluster_uid}),
                 "annotations": {ANNOTATION_BUNDLE: name, ANNOTATION_PART: str(number),
                                 ANNOTATION_PARTS: str(len(pieces))}},
             "data": {DATA_KEY: base64.b64encode(piece).decode("ascii")}})

@@ -1,0 +1,15 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The label every object the collection creates carries (locks, restore points, reports, the
+signing key, RBAC objects): one definition, so that a selector and a writer never disagree."""
+
+from __future__ import annotations
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+MANAGED_BY = {MANAGED_BY_KEY: "tensorfusion.ops"}
+
+
+def selector_terms(labels):
+    """``key=value`` terms of a label selector, sorted (one way of writing a selector everywhere)."""
+    return ["%s=%s" % item for item in sorted(labels.items())]
