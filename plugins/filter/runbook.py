@@ -110,7 +110,10 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
                 if (components.get(comp) or {}).get("image") and comp not in record_only:
                     rolling["auto_update_%s" % comp] = True
         rolling.update(item.get("rolling_update") or {})
-        entry = {"pool": item.get("pool") or item.get("name"), "components": components, "rolling_update": rolling}
+        entry = {"pool": item.get("pool") or item.get("name"), "components": components, "rolling_update": rolling,
+                 # Who asked for each component's change (the change plan says it): the chart, the user, or both.
+                 "origin": dict((c, [o for o, asked in (("chart", c in from_chart), ("user", c in user_set)) if asked])
+                                for c in components)}
         if item.get("cluster"):
             entry["cluster"] = item["cluster"]
         if record_only or item.get("record_only"):

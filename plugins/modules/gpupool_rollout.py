@@ -255,10 +255,55 @@ batches:
   type: int
   sample: 5
 estimated_seconds:
-  description: A rough duration of the rollout from the policy.
+  description: The rollout's estimated duration (RV(schedule.seconds)); 0 when no campaign starts.
   returned: always
   type: float
   sample: 87.0
+schedule:
+  description:
+    - The batches the change rolls and how long they take, by the operator's rule (batch size
+      C(ceil(batchPercentage * nodes / 100)), C(ceil(100 / batchPercentage)) batches, a gap of at
+      least C(max(batchInterval, 3s)) between them); each batch is estimated as long as the
+      slowest hypervisor Pod of the pool took from creation to Ready, plus the operator's
+      overhead. Null when no component's hash changes.
+  returned: always
+  type: dict
+  contains:
+    nodes:
+      description: GPU nodes of the pool.
+      type: int
+    batch_percentage:
+      description: The policy's C(batchPercentage).
+      type: int
+    batch_interval:
+      description: The policy's C(batchInterval).
+      type: str
+    batch_seconds:
+      description: The estimated time of one batch.
+      type: float
+    batch_count:
+      description: Batches of the campaign (empty ones included; the operator waits for them too).
+      type: int
+    batch_sizes:
+      description: Nodes each batch updates.
+      type: list
+      elements: int
+    batches:
+      description: Each batch's index, nodes, start and end (seconds from the rollout's start) and the progress it reaches.
+      type: list
+      elements: dict
+    seconds:
+      description: The whole campaign's estimated duration.
+      type: float
+  sample:
+    nodes: 4
+    batch_percentage: 50
+    batch_interval: 1s
+    batch_seconds: 8.5
+    batch_count: 2
+    batch_sizes: [2, 2]
+    batches: [{index: 1, nodes: 2, start: 0.0, end: 8.5, progress: 50}, {index: 2, nodes: 2, start: 11.5, end: 20.0, progress: 100}]
+    seconds: 20.0
 components:
   description: Per component, the status before and after.
   returned: always

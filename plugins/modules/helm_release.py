@@ -195,6 +195,25 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
+  plan_identity:
+    description:
+      - With O(state=present), for change plans (M(tensorfusion.ops.change_plan)) - the plan's
+        salt returns RV(plan_identity), the digests of the chart helm loads and of the values it
+        renders; with C(chart_digest) or C(values_digest) set as well (what the plan recorded),
+        the task fails before anything is written when the chart or the rendered values differ.
+    type: dict
+    version_added: 0.2.0
+    suboptions:
+      salt:
+        description: The plan's salt (hex), for the values' digest.
+        type: str
+        required: true
+      chart_digest:
+        description: The chart digest the plan recorded.
+        type: str
+      values_digest:
+        description: The values digest the plan recorded.
+        type: str
   apply_crds:
     description:
       - Before the upgrade, apply the chart's C(crds/) (C(helm show crds)) with server-side apply
@@ -394,6 +413,19 @@ crds:
   returned: when state is present
   type: dict
   sample: {tensorfusionclusters.tensor-fusion.ai: false, gpupools.tensor-fusion.ai: true}
+manifest_changes:
+  description:
+    - The objects the desired rendering adds, changes and removes compared with the deployed one,
+      by kind, as C(namespace/name) (the content is in the diff, secrets masked); with
+      O(keep_pools) the TensorFusionClusters' pools are not compared (the pools step rolls them).
+  returned: with state=present
+  type: dict
+  sample: {added: {ConfigMap: [tensor-fusion-sys/new-config]}, changed: {Deployment: [tensor-fusion-sys/tensor-fusion-operator]}, removed: {}}
+plan_identity:
+  description: The digests of the chart and of the rendered values (see O(plan_identity)).
+  returned: when plan_identity is set and state is present
+  type: dict
+  sample: {chart_digest: "sha256:5d41...", values_digest: "pbkdf2-sha256:9a1c..."}
 chart_pool_changes:
   description:
     - With O(keep_pools), per TensorFusionCluster and pool entry, the component settings that this
@@ -485,6 +517,10 @@ def main():
              skip_crds=dict(type="bool"),
              disable_openapi_validation=dict(type="bool"),
              keep_pools=dict(type="bool", default=True),
+             plan_identity=dict(type="dict", options=dict(
+                 salt=dict(type="str", required=True),
+                 chart_digest=dict(type="str"),
+                 values_digest=dict(type="str"))),
              no_hooks=dict(type="bool"),
              extra_args=dict(type="list", elements="str"),
              apply_crds=dict(type="bool", default=False),

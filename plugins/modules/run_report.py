@@ -111,6 +111,29 @@ options:
         runs with C(check_mode=false).
     type: bool
     default: false
+  plan_identity:
+    description:
+      - With O(check_run), what the plan was made from - the result of
+        M(tensorfusion.ops.change_plan) with O(tensorfusion.ops.change_plan#module:state=captured)
+        (its C(salt) and C(identity)). The record's C(plan) is then also returned as a sealed,
+        saved plan (RV(plan)), and written to O(plan_out) when given.
+      - The digests of the chart and the rendered values come from the upgrade's result
+        (C(results.upgrade.plan_identity)).
+    type: dict
+    version_added: 0.2.0
+  plan_out:
+    description:
+      - With O(check_run) and O(plan_identity), the plan file to write (0600; folders 0700). One
+        file holds one plan per O(host), so the hosts of a fleet's plan run share it; each host's
+        plan is replaced, the others are kept.
+      - A blocked plan is written too (with its blocking findings); applying it is refused.
+    type: path
+    version_added: 0.2.0
+  plan_max_age:
+    description: How long the saved plan may be applied, in seconds from its creation (its C(expires)).
+    type: int
+    default: 86400
+    version_added: 0.2.0
 extends_documentation_fragment:
   - tensorfusion.ops.auth
 attributes:
@@ -151,7 +174,10 @@ EXAMPLES = r"""
 RETURN = r"""
 status:
   description:
-    - The outcome - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
+    - The outcome of a check-mode run (O(check_run)) - V(planned) or V(blocked) (a step failed,
+      the precheck found blocking findings, or the estimate ends after the window's deadline: the
+      record's C(plan.blocking) says which); a blocked plan is a failed run (RV(failed_run)).
+    - The outcome of a run - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
       V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback, or with a
       rollback that refused its snapshot before writing anything - C(refused) in the
       M(tensorfusion.ops.helm_release) result, then the record's C(rollback.refused) is true; the
@@ -212,6 +238,18 @@ report_ref:
   returned: always
   type: str
   sample: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z
+plan:
+  description:
+    - With O(check_run) and O(plan_identity), the sealed plan of this host - C(playbook), C(host),
+      C(status) (V(planned) or V(blocked)), C(blocking), C(created), C(expires), C(salt),
+      C(identity) (digests, generations, revisions), C(summary), C(plan) (the record's plan) and
+      C(checksum). A runbook hands it on through C(set_stats) as C(tfops_plan).
+  returned: with check_run and plan_identity
+  type: dict
+plan_file:
+  description: The plan file written (O(plan_out)); null when none was.
+  returned: always
+  type: str
 record:
   description:
     - The JSON record. Besides the steps, versions, pools and findings it holds C(warnings) (each
@@ -224,7 +262,7 @@ record:
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render, report_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plans, report, report_render, report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, TfopsError
 
@@ -255,6 +293,27 @@ def store_in_cluster(module, record, files, folder):
     return stored, True
 
 
+def save_plan(module, record):
+    """(the sealed plan, the file written or None) of a check-mode run with a plan identity."""
+    params = module.params
+    identity = params.get("plan_identity") or {}
+    if not record.get("plan") or not identity.get("salt"):
+        if record.get("plan") and params.get("plan_out"):
+            module.warn("the plan was not saved to %s: what it was made from could not be read (see the "
+                        "change_plan task's failure)" % params["plan_out"])
+        return None, None
+    upgrade = (params.get("results") or {}).get("upgrade")
+    plan = plans.saved_plan(dict(record, summary=report.summary_line(record)), identity["salt"],
+                            identity.get("identity"), (upgrade or {}).get("plan_identity") if isinstance(upgrade, dict) else None,
+                            params["plan_max_age"])
+    if not params.get("plan_out") or module.check_mode:
+        return plan, None
+    try:
+        return plan, plans.write_plan_file(params["plan_out"], record["host"], plan)
+    except OSError as exc:
+        module.fail_json(msg="cannot write the plan to %s: %s" % (params["plan_out"], exc))
+
+
 def main():
     module = tfmodule.new_module(
         dict(dest=dict(type="path"),
@@ -268,7 +327,10 @@ def main():
              results=dict(type="dict", default={}),
              snapshot=dict(type="dict"),
              error=dict(type="dict"),
-             check_run=dict(type="bool", default=False)),
+             check_run=dict(type="bool", default=False),
+             plan_identity=dict(type="dict"),
+             plan_out=dict(type="path"),
+             plan_max_age=dict(type="int", default=86400)),
         required_if=[("store", "local", ["dest"]), ("store", "both", ["dest"])],
         supports_check_mode=True)
     params = module.params
@@ -276,6 +338,8 @@ def main():
     try:
         if params["keep"] < 1:
             raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
+        if params["plan_max_age"] < 1:
+            raise InvalidInput("plan_max_age must be a positive number of seconds, not %d" % params["plan_max_age"])
         record = report.build_record(params, utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         if cluster:
             report_store.report_labels(record["playbook"])  # a playbook that cannot label it: refused now
@@ -292,7 +356,8 @@ def main():
             module.fail_json(msg="cannot write the report into %s: %s" % (params["dest"], exc))
     stored, cluster_written = store_in_cluster(module, record, files, folder) \
         if cluster and not module.check_mode and not params["check_run"] else (None, False)
-    module.exit_json(changed=bool(written or cluster_written), status=record["status"], failed_run=record["failed"],
+    plan, plan_file = save_plan(module, record)
+    module.exit_json(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file, status=record["status"], failed_run=record["failed"],
                      resumable=record["resumable"], cluster_changed=record["changed"],
                      summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
                      report_ref=stored["ref"] if stored else None, record=record)

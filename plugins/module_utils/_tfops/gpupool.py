@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import optimistic, rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
     InvalidInput,
@@ -192,6 +192,16 @@ class PoolObserver:
 
     def node_counts(self, image=None):
         return count_nodes(self.gpunodes(), self.hypervisor_pods(), image)
+
+
+def ready_seconds(pod):
+    """Seconds from a Pod's creation to its Ready condition (None while it is not Ready)."""
+    ready = [c for c in (pod.get("status") or {}).get("conditions") or []
+             if c.get("type") == "Ready" and c.get("status") == "True" and c.get("lastTransitionTime")]
+    created = (pod.get("metadata") or {}).get("creationTimestamp")
+    if not ready or not created:
+        return None
+    return (parse_time(ready[0]["lastTransitionTime"]) - parse_time(created)).total_seconds()
 
 
 def count_nodes(nodes, pods, image=None):

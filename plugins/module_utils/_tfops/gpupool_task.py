@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plans, rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
@@ -20,6 +20,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
     RolloutWait,
     paused_marker,
     pool_entry_transform,
+    ready_seconds,
     start_watch,
     with_paused_marker,
 )
@@ -114,11 +115,13 @@ class RolloutTask:
         policy = rollout.policy_of(new)
         pct = int(policy.get("batchPercentage") or 100)
         interval = rollout.go_duration_seconds(policy.get("batchInterval") or "1s")
+        schedule = self._schedule(observer, pct, policy.get("batchInterval") or "1s", interval) if changed else None
         result = {"changed": spec_changed, "cluster": editor.name, "pool": entry_name,
                   "gpupool": gpupool, "state": params["state"],
                   "changed_components": changed, "waited_for": waits,
                   "batches": rollout.batches(pct),
-                  "estimated_seconds": round(rollout.estimate_seconds(pct, interval), 1) if changed else 0,
+                  "estimated_seconds": schedule["seconds"] if schedule else 0,
+                  "schedule": schedule,
                   "diff": _diff(entry_name, template, new),
                   "components": dict((c, {"before_hash": rollout.component_status(pool, c)[0]})
                                      for c in rollout.COMPONENTS)}
@@ -162,6 +165,17 @@ class RolloutTask:
             if "hypervisor" in waits:
                 counts = self._wait_hypervisors(observer, self._hypervisor_image())
         return self._finish(result, waiter.pool, trackers, waiter, counts)
+
+    @staticmethod
+    def _schedule(observer, pct, interval_text, interval):
+        """The batches this change would roll (the operator's batch rule on this pool's nodes) and
+        how long they take, each batch as long as the slowest hypervisor Pod took to become Ready."""
+        nodes = observer.gpunodes()
+        per_batch = plans.node_seconds(ready_seconds(p) for p in observer.hypervisor_pods()) + plans.BATCH_OVERHEAD
+        batches, seconds = plans.pool_schedule(len(nodes), pct, interval, per_batch)
+        return {"nodes": len(nodes), "batch_percentage": pct, "batch_interval": interval_text,
+                "batch_seconds": round(per_batch, 1), "batch_count": len(batches),
+                "batch_sizes": [b["nodes"] for b in batches], "batches": batches, "seconds": seconds}
 
     def _hypervisor_image(self):
         return ((self.params.get("components") or {}).get("hypervisor") or {}).get("image")

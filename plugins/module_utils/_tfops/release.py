@@ -11,7 +11,7 @@ import json
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, pool_keeper, redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, plans, pool_keeper, redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, WaitTimeout
 
 UPGRADE_STATES = ("deployed",)
@@ -164,6 +164,38 @@ def changes(deployed, desired, exists=None, ignore_pools=False):
     return reasons
 
 
+def manifest_changes(before, after, ignore_pools=False):
+    """The objects a new rendering adds, changes and removes, by kind: {"added": {kind: [names]},
+    ...} (names as namespace/name; the content is in the diff, secrets masked)."""
+    normalize = pool_keeper.without_pools if ignore_pools else pool_keeper.comparable
+    b, a = _objects_by_key(before or "", normalize), _objects_by_key(after or "", normalize)
+    out = {"added": {}, "changed": {}, "removed": {}}
+
+    def put(what, key):
+        _api, kind, namespace, name = key
+        out[what].setdefault(kind or "?", []).append("%s/%s" % (namespace, name) if namespace else str(name))
+    for key in sorted(set(a) - set(b), key=str):
+        put("added", key)
+    for key in sorted(set(b) - set(a), key=str):
+        put("removed", key)
+    for key in sorted(set(a) & set(b), key=str):
+        if a[key] != b[key]:
+            put("changed", key)
+    return out
+
+
+def check_plan_identity(identity, expected):
+    """Refuse a chart or rendered values other than those a saved plan was made with."""
+    drift = ["chart: changed (same name and version, other content)"
+             if expected.get("chart_digest") and identity["chart_digest"] != expected["chart_digest"] else None,
+             "rendered values: changed" if expected.get("values_digest") and
+             identity["values_digest"] != expected["values_digest"] else None]
+    drift = [d for d in drift if d]
+    if drift:
+        raise plans.PlanRefused("the chart step renders something else than the plan saw: %s; nothing was "
+                                "written, make a new plan" % "; ".join(drift), drift=drift)
+
+
 def release_view(info):
     """Values and manifest of a revision as they may be shown: secrets hashed."""
     if info is None:
@@ -191,7 +223,10 @@ def from_dry_run(out):
     return {"revision": rel.get("version"), "status": (rel.get("info") or {}).get("status"),
             "chart": meta.get("name"), "chart_version": meta.get("version"),
             "app_version": meta.get("appVersion"), "values": rel.get("config") or {},
-            "manifest": rel.get("manifest") or ""}
+            "manifest": rel.get("manifest") or "",
+            # The chart as helm loaded it (metadata, templates, default values, files): a
+            # re-published chart of the same version has another digest.
+            "chart_digest": plans.plain_digest(rel.get("chart") or {})}
 
 
 def secrets_in(info):
@@ -350,6 +385,14 @@ class ReleaseTask:
             timeout=int(self._seconds()) + 60))
         self.on_secret(secrets_in(desired))
         reasons = changes(current, desired, self.exists)
+        self.result["manifest_changes"] = manifest_changes((current or {}).get("manifest"), desired["manifest"],
+                                                           ignore_pools=self.keeper.enabled)
+        plan = params.get("plan_identity")
+        if plan:
+            identity = {"chart_digest": desired["chart_digest"],
+                        "values_digest": plans.digest(desired["values"], plan["salt"])}
+            self.result["plan_identity"] = identity
+            check_plan_identity(identity, plan)  # before any write of the chart step
         held = self._chart_pool_changes(current, desired)
         self.result.update(changed=self.result["changed"] or bool(reasons), reasons=reasons,
                            chart=desired["chart"], chart_version=desired["chart_version"],

@@ -8,6 +8,7 @@ value can reach the report."""
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plan_report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_plan import what_changed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
@@ -17,8 +18,10 @@ BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", 
                          "verify_after_rollback", "unlock", "report"])
 MAX_WARNINGS = 50
 NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
-STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed")
-FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed"])
+STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed") + \
+    plan_report.PLAN_STATUSES
+# A blocked plan fails its job too: a workflow's approval node never shows a plan that cannot run.
+FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed", "blocked"])
 
 
 def _as_list(result):
@@ -278,7 +281,22 @@ def build_record(params, ended):
     }
     if record["versions"]["after"].get("chart_version") is None:  # the release did not move
         record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))
+    if record["check_mode"]:
+        as_plan(record, results)
     return record
+
+
+def as_plan(record, results):
+    """A check-mode run's record is a plan: its status is planned or blocked (never succeeded),
+    nothing is "after" yet, no snapshot was written, and its pools are the planned batches."""
+    record["plan"] = plan_report.build_plan(record, results)
+    record.update(status=record["plan"]["status"], failed=record["plan"]["status"] in FAILING, resumable=False,
+                  changed=False, snapshot=None, rollback=None)
+    record["versions"]["after"] = {}
+    record["pools"] = [{"pool": p["pool"], "gpupool": p["gpupool"], "cluster": p["cluster"], "planned": True,
+                        "components": dict((c, {"progress": 0}) for c in p["components"]), "paused": [],
+                        "nodes": {"total": p["nodes"]}, "timeline": plan_report.planned_timeline(p)}
+                       for p in record["plan"]["pools"]]
 
 
 def chart_versions(record):
@@ -293,6 +311,9 @@ def chart_versions(record):
 
 
 def summary_line(record):
+    if record.get("plan"):
+        return "check mode, nothing written - plan of %s on %s: %s" % (
+            record["playbook"], record["host"], plan_report.summary(record))
     text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
             "rolled_back": "failed, rolled back to the snapshot and verified",
             "rollback_failed": "the rollback failed: see the error and the steps",

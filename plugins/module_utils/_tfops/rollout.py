@@ -248,12 +248,6 @@ def batches(pct):
     return int(math.ceil(100.0 / pct))
 
 
-def estimate_seconds(pct, interval_seconds, node_ready_seconds=15.0):
-    """A rough duration: each batch waits for its nodes to come back, with a gap between batches."""
-    count = batches(pct)
-    return count * node_ready_seconds + (count - 1) * max(interval_seconds, MIN_BATCH_GAP)
-
-
 # ---- status reading (the stale guard) -----------------------------------------------------------
 def component_status(pool, comp):
     """(hash, progress, synced, in_progress) with the omitempty defaults made explicit."""

@@ -161,9 +161,13 @@ def test_files_are_0600_in_a_0700_folder(tmp_path):
     assert not [n for n in os.listdir(folder) if n.startswith(".tmp")]
 
 
-def test_a_check_mode_run_says_so():
+def test_a_check_mode_run_is_a_plan_never_a_success():
     rec = report.build_record(upgrade_params(check_run=True), "2026-11-29T02:01:30Z")
-    assert rec["check_mode"] and report.summary_line(rec).startswith("check mode, nothing written - upgrade on lab")
+    line = report.summary_line(rec)
+    assert rec["check_mode"] and line.startswith("check mode, nothing written - plan of upgrade on lab: planned")
+    assert rec["status"] == "planned" and not rec["failed"] and not rec["changed"]
+    assert "verified" not in line and "succeeded" not in line
+    assert rec["snapshot"] is None and rec["versions"]["after"] == {}
 
 
 def test_the_summary_names_only_the_chart_versions_it_knows():

@@ -97,11 +97,6 @@ def test_batches(pct, expected):
     assert rollout.batches(pct) == expected
 
 
-def test_estimate_uses_the_operator_floor_between_batches():
-    assert rollout.estimate_seconds(20, 1.0, node_ready_seconds=10) == 5 * 10 + 4 * 3.0
-    assert rollout.estimate_seconds(50, 30.0, node_ready_seconds=10) == 2 * 10 + 30.0
-
-
 @pytest.mark.parametrize("components,policy,fragment", [
     ({"hypervisor": {"image": "Bad Image!"}}, {}, "not a valid image reference"),
     ({"worker": {"image": "repo/w:"}}, {}, "not a valid image reference"),

@@ -11,9 +11,22 @@ def test_survey_list(value, expected):
     assert survey_list(value) == expected
 
 
+def _without_origin(items):
+    return [dict((k, v) for k, v in i.items() if k != "origin") for i in items]
+
+
+def test_each_component_says_who_asked_for_it():
+    out = pool_updates([{"name": "tensor-fusion-shared", "components": {"worker": {"image": "wk:user"}}}],
+                       hypervisor_image="hv:user", chart_changes=CHART)
+    assert out[0]["origin"] == {"hypervisor": ["chart", "user"], "worker": ["chart", "user"]}
+    assert pool_updates(["a"], hypervisor_image="hv:2")[0]["origin"] == {"hypervisor": ["user"]}
+    assert pool_updates([], all_pools=["tensor-fusion-shared"], chart_changes=CHART)[0]["origin"] == {
+        "hypervisor": ["chart"], "worker": ["chart"]}
+
+
 def test_flat_images_apply_to_every_pool_and_turn_auto_update_on():
     out = pool_updates([], all_pools=["tf-a", "tf-b"], hypervisor_image="hv:2", batch_percentage="20")
-    assert out == [{"pool": p, "components": {"hypervisor": {"image": "hv:2"}},
+    assert _without_origin(out) == [{"pool": p, "components": {"hypervisor": {"image": "hv:2"}},
                     "rolling_update": {"batch_percentage": 20, "auto_update_hypervisor": True}}
                    for p in ("tf-a", "tf-b")]
 
@@ -22,7 +35,7 @@ def test_a_pool_of_its_own_wins_over_the_flat_defaults():
     out = pool_updates([{"name": "shared", "cluster": "tf", "components": {"worker": {"image": "w:2"}},
                          "rolling_update": {"auto_update_hypervisor": False, "batch_interval": "5s"}}],
                        hypervisor_image="hv:2", batch_interval="1s")
-    assert out == [{"pool": "shared", "cluster": "tf",
+    assert _without_origin(out) == [{"pool": "shared", "cluster": "tf",
                     "components": {"hypervisor": {"image": "hv:2"}, "worker": {"image": "w:2"}},
                     "rolling_update": {"batch_interval": "5s", "auto_update_hypervisor": False,
                                        "auto_update_worker": True}}]
@@ -30,7 +43,7 @@ def test_a_pool_of_its_own_wins_over_the_flat_defaults():
 
 def test_nothing_to_do_without_pools_or_images():
     assert pool_updates([], all_pools=["tf-a"]) == []
-    assert pool_updates("shared") == [{"pool": "shared", "components": {}, "rolling_update": {}}]
+    assert _without_origin(pool_updates("shared")) == [{"pool": "shared", "components": {}, "rolling_update": {}}]
 
 
 @pytest.mark.parametrize("pools,kwargs", [
@@ -47,19 +60,19 @@ CHART = {"tensor-fusion": {"shared": {"hypervisor": {"image": "hv:chart"}, "work
 
 def test_chart_changes_become_pool_updates_under_the_users_settings():
     # Nothing asked by the user: the chart's pools alone, their components' flags on.
-    assert pool_updates([], all_pools=["tensor-fusion-shared"], chart_changes=CHART) == [{
+    assert _without_origin(pool_updates([], all_pools=["tensor-fusion-shared"], chart_changes=CHART)) == [{
         "pool": "tensor-fusion-shared", "cluster": "tensor-fusion",
         "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
         "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": True}}]
     # The user's image wins for the same field; the chart's other changes still roll.
     out = pool_updates([], all_pools=["tensor-fusion-shared"], hypervisor_image="hv:user",
                        batch_percentage=50, chart_changes=CHART)
-    assert out == [{"pool": "tensor-fusion-shared", "components": {
+    assert _without_origin(out) == [{"pool": "tensor-fusion-shared", "components": {
         "hypervisor": {"image": "hv:user"}, "worker": {"image": "wk:chart"}},
         "rolling_update": {"batch_percentage": 50, "auto_update_hypervisor": True, "auto_update_worker": True}}]
     # A pool named by its entry name matches the chart's entry.
     out = pool_updates([{"name": "shared", "rolling_update": {"auto_update_worker": False}}], chart_changes=CHART)
-    assert out == [{"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
+    assert _without_origin(out) == [{"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
                     "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": False}}]
     assert pool_updates([], chart_changes={"tensor-fusion": {"big": {"worker": {"pod_template_changed": True}}}}) == []
 

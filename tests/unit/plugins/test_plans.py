@@ -1,0 +1,127 @@
+import datetime
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plan_report, plans
+
+NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize("total,pct,sizes", [
+    (4, 100, [4]), (4, 50, [2, 2]), (4, 34, [2, 2, 0]), (10, 20, [2, 2, 2, 2, 2]),
+    (2, 30, [1, 1, 0, 0]),  # the operator's docs: 2 nodes at 30 % give four completions
+    (5, 30, [2, 2, 1, 0]), (0, 50, [0, 0])])
+def test_batches_follow_the_operator_rule(total, pct, sizes):
+    assert plans.batch_sizes(total, pct) == sizes
+    assert sum(sizes) == total
+
+
+def test_the_schedule_has_the_operator_gap_between_batches():
+    batches, seconds = plans.pool_schedule(4, 50, 1.0, 10.0)
+    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 10.0, 50), (13.0, 23.0, 100)]
+    assert seconds == 23.0
+    _batches, longer = plans.pool_schedule(4, 50, 30.0, 10.0)
+    assert longer == 50.0  # batchInterval above the 3 s floor
+
+
+def test_node_seconds_takes_the_slowest_pod_and_has_a_default():
+    assert plans.node_seconds([2.0, 7.5, None, 3.0]) == 7.5
+    assert plans.node_seconds([None]) == plans.DEFAULT_NODE_SECONDS
+
+
+def test_digests_are_salted_and_stable():
+    salt = plans.new_salt()
+    value = {"b": 1, "a": {"password": "hunter2"}}
+    assert plans.digest(value, salt) == plans.digest({"a": {"password": "hunter2"}, "b": 1}, salt)
+    assert plans.digest(value, salt) != plans.digest(value, plans.new_salt())
+    assert "hunter2" not in plans.digest(value, salt)
+
+
+def _sealed(**over):
+    plan = dict({"kind": plans.KIND + "/host", "playbook": "upgrade", "host": "lab", "status": "planned",
+                 "blocking": [], "created": "2026-12-02T09:00:00Z", "salt": "00" * 16,
+                 "identity": {"cluster": {"uid": "u1"}}, "plan": {}}, **over)
+    return plans.seal(plan)
+
+
+def test_a_sealed_plan_passes_and_any_edit_is_refused():
+    plan = _sealed()
+    plans.check_sealed(plan, 7200, NOW, "upgrade", "lab")
+    edited = dict(plan, identity={"cluster": {"uid": "u2"}})
+    with pytest.raises(plans.PlanRefused, match="altered"):
+        plans.check_sealed(edited, 7200, NOW, "upgrade", "lab")
+
+
+@pytest.mark.parametrize("over,args,match", [
+    ({}, (1800, NOW, "upgrade", "lab"), "expired"),
+    ({}, (7200, NOW, "rollback", "lab"), "for the upgrade runbook"),
+    ({}, (7200, NOW, "upgrade", "other"), "for host lab"),
+    ({"status": "blocked", "blocking": [{"message": "lock held"}]}, (7200, NOW, "upgrade", "lab"), "lock held"),
+])
+def test_a_plan_that_may_not_be_applied_is_refused(over, args, match):
+    with pytest.raises(plans.PlanRefused, match=match):
+        plans.check_sealed(_sealed(**over), *args)
+
+
+def test_drift_names_what_changed():
+    recorded = {"cluster": {"uid": "u1"}, "objects": {"GPUPool/p": {"generation": 3, "settings": "pbkdf2-sha256:aa"},
+                                                      "GPUPool/gone": {"generation": 1}}}
+    live = {"cluster": {"uid": "u1"}, "objects": {"GPUPool/p": {"generation": 4, "settings": "pbkdf2-sha256:bb"},
+                                                  "GPUPool/new": {"generation": 1}}}
+    assert plans.drift(recorded, live) == [
+        "objects.GPUPool/gone.generation: 1 -> absent", "objects.GPUPool/new.generation: absent -> 1",
+        "objects.GPUPool/p.generation: 3 -> 4", "objects.GPUPool/p.settings: changed"]
+    assert plans.drift(recorded, recorded) == []
+
+
+def test_the_plan_file_keeps_one_plan_per_host(tmp_path):
+    path = str(tmp_path / "sub" / "plan.json")
+    plans.write_plan_file(path, "a", _sealed(host="a"))
+    plans.write_plan_file(path, "b", _sealed(host="b"))
+    plans.write_plan_file(path, "a", _sealed(host="a", created="2026-12-02T09:30:00Z"))
+    import json
+    import os
+    doc = json.load(open(path))
+    assert sorted(doc["hosts"]) == ["a", "b"] and doc["hosts"]["a"]["created"] == "2026-12-02T09:30:00Z"
+    assert plans.plan_of(doc, "b")["host"] == "b"
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    with pytest.raises(plans.PlanRefused, match="no plan for host c"):
+        plans.plan_of(doc, "c")
+    with pytest.raises(plans.PlanRefused, match="not a tensorfusion.ops plan"):
+        plans.plan_of({"hosts": {}}, "a")
+
+
+def _step(name, status="ok", msg=""):
+    return {"name": name, "status": status, "msg": msg}
+
+
+def test_pools_roll_one_after_another_and_say_who_asked():
+    results = [{"task_pool": "a", "pool": "a", "gpupool": "tf-a", "waited_for": ["hypervisor"],
+                "changed_components": ["hypervisor"],
+                "schedule": {"nodes": 4, "batch_percentage": 50, "batch_interval": "1s", "batch_count": 2,
+                             "batch_sizes": [2, 2], "batch_seconds": 10.0, "seconds": 23.0,
+                             "batches": [{"index": 1, "nodes": 2, "start": 0.0, "end": 10.0, "progress": 50},
+                                         {"index": 2, "nodes": 2, "start": 13.0, "end": 23.0, "progress": 100}]}},
+               {"task_pool": "b", "pool": "b", "gpupool": "tf-b", "waited_for": ["hypervisor"],
+                "changed_components": ["hypervisor"],
+                "schedule": {"nodes": 1, "batch_percentage": 100, "batch_interval": "1s", "batch_count": 1,
+                             "batch_sizes": [1], "batch_seconds": 5.0, "seconds": 5.0,
+                             "batches": [{"index": 1, "nodes": 1, "start": 0.0, "end": 5.0, "progress": 100}]}}]
+    pools = plan_report.pools_plan(results, [{"pool": "a", "origin": {"hypervisor": ["chart", "user"]}}])
+    assert [p["starts_at"] for p in pools] == [0.0, 23.0]
+    assert pools[1]["batches"][0]["start"] == 23.0
+    assert pools[0]["origin"] == {"hypervisor": ["chart", "user"]} and pools[1]["origin"] == {"hypervisor": ["user"]}
+    est = plan_report.estimate(pools, {"deadline": "2026-12-02T10:01:00Z"}, "2026-12-02T10:00:00Z")
+    assert est["rollout_seconds"] == 28.0 and est["fits"] is False
+
+
+def test_a_failed_step_or_an_estimate_past_the_deadline_blocks_the_plan():
+    precheck = {"findings": [{"severity": "blocking", "code": "POOL_NOT_RUNNING", "message": "pool a is Pending"},
+                             {"severity": "warning", "code": "W", "message": "w"}]}
+    blocks = plan_report.blocking([_step("precheck", "failed", "precheck failed")], None, precheck)
+    assert [b["code"] for b in blocks] == [None, "POOL_NOT_RUNNING"]
+    record = {"steps": [_step("lock")], "error": None, "window": None, "ended": "2026-12-02T10:00:00Z",
+              "versions": {"before": {}}}
+    plan = plan_report.build_plan(record, {"window": {"deadline": "2026-12-02T10:00:10Z"}})
+    assert plan["status"] == "blocked" and plan["blocking"][0]["code"] == "ESTIMATE_EXCEEDS_WINDOW"
+    assert plan_report.build_plan(record, {"window": {"deadline": "2026-12-02T11:00:00Z"}})["status"] == "planned"
