@@ -17,6 +17,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline i
 # A runbook's steps around the pools (lock, precheck, snapshot, chart, verify, report), measured
 # on the lab: the fixed part of a change run (bench/performance.md, part 2).
 FIXED_SECONDS = 40.0
+# Each pool in the pools step beyond its campaign: the lock's renewal and the task start-ups
+# before the operator starts it, the last check that every hypervisor is Ready after it.
+POOL_LEAD_SECONDS, POOL_TAIL_SECONDS = 3.0, 1.0
 PLAN_STATUSES = ("planned", "blocked")
 
 
@@ -104,8 +107,11 @@ def pools_plan(pool_results, pool_updates):
                  "nodes": schedule.get("nodes"), "batch_percentage": schedule.get("batch_percentage"),
                  "batch_interval": schedule.get("batch_interval"), "batch_count": schedule.get("batch_count") or 0,
                  "batch_sizes": schedule.get("batch_sizes") or [], "batch_seconds": schedule.get("batch_seconds"),
-                 "estimated_seconds": schedule.get("seconds") or 0.0 if comps else 0.0, "starts_at": round(offset, 1),
-                 "batches": [dict(b, start=round(b["start"] + offset, 1), end=round(b["end"] + offset, 1))
+                 "rollout_seconds": (schedule.get("seconds") or 0.0) if comps else 0.0,
+                 "estimated_seconds": round((schedule.get("seconds") or 0.0) + POOL_LEAD_SECONDS + POOL_TAIL_SECONDS, 1)
+                 if comps else 0.0, "starts_at": round(offset, 1),
+                 "batches": [dict(b, start=round(b["start"] + offset + POOL_LEAD_SECONDS, 1),
+                                  end=round(b["end"] + offset + POOL_LEAD_SECONDS, 1))
                              for b in schedule.get("batches") or []] if comps else [],
                  "msg": result.get("msg") if result.get("failed") else None}
         offset += entry["estimated_seconds"]
@@ -117,10 +123,12 @@ def rotation_plan(rotate):
     if not isinstance(rotate, dict) or rotate.get("skipped"):
         return None
     return {"secret": _dict(rotate.get("secret")).get("name"), "strategy": rotate.get("strategy"),
-            "steps": [dict((k, s.get(k)) for k in ("step", "action", "kind", "name", "namespace") if k in s)
+            "keys": list(_dict(rotate.get("secret")).get("keys") or []),
+            "steps": [dict((k, s.get(k)) for k in ("step", "detail", "consumer") if s.get(k) is not None)
                       for s in rotate.get("steps") or [] if isinstance(s, dict)],
-            "consumers": [dict((k, c.get(k)) for k in ("kind", "name", "namespace", "how") if k in c)
-                          for c in rotate.get("consumers") or [] if isinstance(c, dict)]}
+            "consumers": [dict((k, c.get(k)) for k in ("kind", "namespace", "name"))
+                          for c in rotate.get("consumers") or [] if isinstance(c, dict)],
+            "would_delete": list(rotate.get("deleted") or [])}
 
 
 def rollback_plan(rollback):
@@ -129,7 +137,7 @@ def rollback_plan(rollback):
     return {"snapshot": _dict(rollback.get("snapshot")).get("path"), "target_revision": rollback.get("target_revision"),
             "method": rollback.get("method"), "chart_version": rollback.get("chart_version"),
             "app_version": rollback.get("app_version"),
-            "component_config": [dict((k, i.get(k)) for k in ("cluster", "pool", "components") if k in i)
+            "component_config": [dict((k, i.get(k)) for k in ("cluster", "pool", "gpupool", "changed_components", "waited_for"))
                                  for i in rollback.get("component_config") or [] if isinstance(i, dict)]}
 
 

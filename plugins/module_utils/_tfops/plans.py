@@ -25,9 +25,10 @@ SCHEMA = 1
 KIND = "tensorfusion.ops/plan"
 DIGEST_ROUNDS = 20000
 DEFAULT_NODE_SECONDS = 15.0  # one batch's nodes coming back, when the cluster shows none yet
-# A batch beyond its Pods' start: the operator's requeue and status write, the GPUNode going
-# Pending and back, the old Pod's deletion (measured on the lab: bench/performance.md).
-BATCH_OVERHEAD = 2.0
+# A batch beyond its Pods' start: the operator's reconcile after the nodes' events and its status write.
+OPERATOR_REACTION = 0.5
+# The gap's start is a timestamp of 1 s precision (truncated): gaps are half a second shorter on average.
+GAP_ROUNDING = 0.5
 
 
 class PlanRefused(InvalidInput):
@@ -91,19 +92,21 @@ def node_seconds(samples):
     return max(good) if good else DEFAULT_NODE_SECONDS
 
 
-def pool_schedule(total, pct, interval_seconds, per_batch_seconds, bake_seconds=0.0):
-    """The planned batches of one rollout: [{index, nodes, start, end}] in seconds from its start,
-    and its total. A batch that updates no node still counts: the operator waits between batches."""
-    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0))
+def pool_schedule(total, pct, interval_seconds, node_ready_seconds, bake_seconds=0.0):
+    """The planned batches of one campaign: [{index, nodes, start, end, progress}] in seconds from
+    its start, and its total. Upstream, a batch starts a gap of max(batchInterval, 3 s) after the
+    previous one completed, and completes when its nodes are back; a batch of no node still waits
+    its gap (the operator counts batches by progress, not by nodes)."""
+    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0)) - GAP_ROUNDING
+    per_batch = float(node_ready_seconds) + OPERATOR_REACTION
     out, clock = [], 0.0
     sizes = batch_sizes(total, pct)
     for index, nodes in enumerate(sizes):
+        clock += gap if index else 0.0
         start = clock
-        clock += per_batch_seconds if nodes else 1.0
+        clock += per_batch if nodes else 0.0
         out.append({"index": index + 1, "nodes": nodes, "start": round(start, 1), "end": round(clock, 1),
                     "progress": min(100, int(pct) * (index + 1)) if index + 1 < len(sizes) else 100})
-        if index + 1 < len(sizes):
-            clock += gap
     return out, round(clock, 1)
 
 

@@ -62,7 +62,11 @@ def svg_timeline(pool):
         parts.append('<text x="%d" y="%d" font-size="12" fill="%s">%s</text>' % (
             WIDTH - RIGHT + 8, TOP + 14 + 16 * i, color, escape(comp)))
     if not comps:
-        parts.append('<text x="%d" y="%d" font-size="12">no rollout in this run</text>' % (LEFT + 8, TOP + 20))
+        parts.append('<text x="%d" y="%d" font-size="12">no rollout in this %s</text>' % (
+            LEFT + 8, TOP + 20, "plan" if pool.get("planned") else "run"))
+    elif pool.get("planned"):
+        parts.append('<text x="%d" y="%d" font-size="12" fill="#555">planned batches (estimate)</text>' % (
+            LEFT + 8, TOP + 12))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -88,7 +92,67 @@ def _versions_rows(record):
 
 CSS = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1em}"
        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}"
-       ".succeeded,.unchanged{color:#17692c}.failed,.rolled_back,.rollback_failed,.resumable{color:#a61b1b}")
+       ".succeeded,.unchanged,.planned{color:#17692c}"
+       ".failed,.rolled_back,.rollback_failed,.resumable,.blocked{color:#a61b1b}")
+
+
+def plan_rows(plan):
+    """[step, what would happen] of a plan, in the runbook's order."""
+    rows = []
+    rbac = plan.get("rbac") or {}
+    rows.append(["preflight", "not checked" if not rbac.get("checked") else (
+        "the credentials hold every permission" if not rbac.get("missing") else
+        "missing: %s" % ", ".join(rbac["missing"]))])
+    lock = plan.get("lock")
+    if lock:
+        rows.append(["lock", "would take %s (free)" % lock.get("name") if lock.get("free") else
+                     "held by %s until %s" % (lock.get("holder"), lock.get("held_until"))])
+    window = plan.get("window") or {}
+    if window.get("deadline"):
+        rows.append(["window", "every wait ends by %s%s" % (window["deadline"], (
+            " (window %s - %s)" % (window.get("window_start"), window.get("window_end"))
+            if window.get("window_end") else ""))])
+    snap = plan.get("snapshot")
+    if snap:
+        rows.append(["snapshot", "would write %s: release %s revision %s (chart %s)" % (
+            snap.get("would_write"), snap.get("release"), snap.get("revision"), snap.get("chart_version"))])
+    chart = plan.get("chart")
+    if chart:
+        rows.append(["chart", ("chart %s -> %s, app %s -> %s: %s" % (
+            chart["from"].get("chart_version"), chart["to"].get("chart_version"), chart["from"].get("app_version"),
+            chart["to"].get("app_version"), "; ".join(chart["reasons"]))) if chart["changes"] else
+            "unchanged (chart %s)" % chart["to"].get("chart_version")])
+        for what in ("added", "changed", "removed"):
+            for kind, names in sorted((chart.get("manifest") or {}).get(what, {}).items()):
+                rows.append(["chart", "%s %s: %s" % (what, kind, ", ".join(names))])
+    for pool in plan.get("pools") or []:
+        if pool["components"]:
+            rows.append(["pools", "%s: %s (asked by %s) on %s nodes, %d batches of %s at %s%% every %s, "
+                                  "from +%ss for about %ss" % (
+                pool["pool"], ", ".join(pool["components"]),
+                "; ".join("%s: %s" % (c, " and ".join(o)) for c, o in sorted(pool["origin"].items())),
+                pool["nodes"], pool["batch_count"], "/".join(str(n) for n in pool["batch_sizes"]),
+                pool["batch_percentage"], pool["batch_interval"], pool["starts_at"], pool["estimated_seconds"])])
+        elif pool.get("recorded_only") or pool.get("msg"):
+            rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
+                pool["recorded_only"]))])
+    rotation = plan.get("rotation")
+    if rotation:
+        rows.append(["rotate", "Secret %s (%s, keys %s): %s; consumers: %s%s" % (
+            rotation["secret"], rotation.get("strategy"), ", ".join(rotation.get("keys") or []) or "none", ", ".join(
+                " ".join(str(s[k]) for k in ("step", "detail") if s.get(k)) for s in rotation["steps"]) or "nothing to do",
+            ", ".join("%s %s/%s" % (c.get("kind"), c.get("namespace"), c.get("name")) for c in rotation["consumers"]) or "none",
+            "; would delete %s" % ", ".join(rotation["would_delete"]) if rotation.get("would_delete") else "")])
+    rollback = plan.get("rollback")
+    if rollback:
+        rows.append(["rollback", "to revision %s (chart %s) from %s" % (
+            rollback["target_revision"], rollback.get("chart_version"), rollback["snapshot"])])
+    est = plan["estimate"]
+    rows.append(["estimate", "about %ss (rollout %ss), ends by %s%s" % (
+        est["seconds"], est["rollout_seconds"], est["ends_by"],
+        "" if est["fits"] is None else (", before the deadline %s" % est["deadline"] if est["fits"]
+                                        else ", AFTER the deadline %s" % est["deadline"]))])
+    return rows
 
 
 def _rotation_rows(rotation):
@@ -111,15 +175,25 @@ def render_html(record):
     if record.get("warnings"):
         out.append("<h2>Warnings</h2>" + _table(["step", "warning"], [
             [w["step"], w["msg"]] for w in record["warnings"]]))
-    out.append("<h2>Steps</h2>" + _table(["step", "status", "changed", "started", "seconds", "message"], [
-        [s["name"], s["status"], s.get("changed"), s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
-    out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
+    plan = record.get("plan")
+    if plan:
+        if plan["blocking"]:
+            out.append("<h2>Blocking</h2>" + _table(["step", "code", "message"], [
+                [b["step"], b["code"], b["message"]] for b in plan["blocking"]]))
+        out.append("<h2>Plan</h2>" + _table(["step", "would"], plan_rows(plan)))
+    out.append("<h2>Steps%s</h2>" % (" of the check run" if plan else "") + _table(
+        ["step", "status", "changed", "started", "seconds", "message"], [
+            [s["name"], s["status"], s.get("changed"), s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
+    if not plan:
+        out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
     if record.get("rotation"):
         out.append("<h2>Rotation of %s</h2>" % escape(str(record["rotation"]["secret"])) + _table(
             ["", "objects"], _rotation_rows(record["rotation"])))
     for pool in record["pools"]:
         out.append("<h2>Pool %s</h2>" % escape(str(pool["gpupool"])))
         out.append(svg_timeline(pool))
+        if pool.get("planned"):
+            continue
         out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
             [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
             for c, v in sorted(pool["components"].items())]))
@@ -145,12 +219,16 @@ def render_markdown(record):
     lines += ["Warning (%s): %s" % (w["step"], w["msg"]) for w in record.get("warnings") or []]
     if record.get("warnings"):
         lines.append("")
+    if record.get("plan"):
+        lines += ["Blocking (%s): %s" % (b["step"], b["message"]) for b in record["plan"]["blocking"]]
+        lines += ["| step | would |", "|---|---|"] + ["| %s | %s |" % (step, text.replace("|", "\\|"))
+                                                     for step, text in plan_rows(record["plan"])] + [""]
     if record.get("rotation"):
         lines += ["Rotation of %s: %s" % (record["rotation"]["secret"], "; ".join(
             "%s %s" % (label, value) for label, value in _rotation_rows(record["rotation"]))), ""]
     lines += ["| step | status | seconds |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
-    for pool in record["pools"]:
+    for pool in (p for p in record["pools"] if not p.get("planned")):
         comps = ", ".join("%s %s%%" % (c, v.get("progress")) for c, v in sorted(pool["components"].items()))
         lines += ["", "Pool %s: %s%s" % (pool["gpupool"], comps or "nothing rolled",
                                          " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "")]

@@ -17,11 +17,13 @@ def test_batches_follow_the_operator_rule(total, pct, sizes):
 
 
 def test_the_schedule_has_the_operator_gap_between_batches():
-    batches, seconds = plans.pool_schedule(4, 50, 1.0, 10.0)
-    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 10.0, 50), (13.0, 23.0, 100)]
-    assert seconds == 23.0
-    _batches, longer = plans.pool_schedule(4, 50, 30.0, 10.0)
-    assert longer == 50.0  # batchInterval above the 3 s floor
+    batches, seconds = plans.pool_schedule(4, 50, 1.0, 9.5)  # 10 s a batch with the operator's reaction
+    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 10.0, 50), (12.5, 22.5, 100)]
+    assert seconds == 22.5
+    _batches, longer = plans.pool_schedule(4, 50, 30.0, 9.5)
+    assert longer == 49.5  # batchInterval above the 3 s floor
+    empty, seconds = plans.pool_schedule(4, 20, 1.0, 0.5)  # 4 nodes at 20 %: the fifth batch has none
+    assert [b["nodes"] for b in empty] == [1, 1, 1, 1, 0] and seconds == 4 * 1.0 + 4 * 2.5
 
 
 def test_node_seconds_takes_the_slowest_pod_and_has_a_default():
@@ -108,11 +110,12 @@ def test_pools_roll_one_after_another_and_say_who_asked():
                              "batch_sizes": [1], "batch_seconds": 5.0, "seconds": 5.0,
                              "batches": [{"index": 1, "nodes": 1, "start": 0.0, "end": 5.0, "progress": 100}]}}]
     pools = plan_report.pools_plan(results, [{"pool": "a", "origin": {"hypervisor": ["chart", "user"]}}])
-    assert [p["starts_at"] for p in pools] == [0.0, 23.0]
-    assert pools[1]["batches"][0]["start"] == 23.0
+    lead_tail = plan_report.POOL_LEAD_SECONDS + plan_report.POOL_TAIL_SECONDS
+    assert [p["starts_at"] for p in pools] == [0.0, 23.0 + lead_tail]
+    assert pools[1]["batches"][0]["start"] == 23.0 + lead_tail + plan_report.POOL_LEAD_SECONDS
     assert pools[0]["origin"] == {"hypervisor": ["chart", "user"]} and pools[1]["origin"] == {"hypervisor": ["user"]}
     est = plan_report.estimate(pools, {"deadline": "2026-12-02T10:01:00Z"}, "2026-12-02T10:00:00Z")
-    assert est["rollout_seconds"] == 28.0 and est["fits"] is False
+    assert est["rollout_seconds"] == 28.0 + 2 * lead_tail and est["fits"] is False
 
 
 def test_a_failed_step_or_an_estimate_past_the_deadline_blocks_the_plan():
