@@ -36,6 +36,7 @@ attributes:
     description: Both states only read; check mode changes nothing.
   diff_mode:
     support: none
+    description: Nothing is written, so there is no diff.
 options:
   state:
     description: Read the identity (V(captured)) or check a saved plan (V(verified)).
@@ -131,7 +132,7 @@ identity:
 plan:
   description:
     - With O(state=verified), the plan that may be applied (its summary, identity and
-      RV(plan.helm) - what the chart step must still find, for
+      C(helm) - what the chart step must still find, for
       O(tensorfusion.ops.helm_release#module:plan_identity)).
   returned: when state is verified
   type: dict

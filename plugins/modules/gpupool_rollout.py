@@ -279,7 +279,7 @@ schedule:
       description: The policy's C(batchInterval).
       type: str
     batch_seconds:
-      description: The estimated time of one batch.
+      description: The estimated time a batch's nodes take to come back (the slowest hypervisor Pod's creation to Ready).
       type: float
     batch_count:
       description: Batches of the campaign (empty ones included; the operator waits for them too).
@@ -299,10 +299,10 @@ schedule:
     nodes: 4
     batch_percentage: 50
     batch_interval: 1s
-    batch_seconds: 8.5
+    batch_seconds: 8.0
     batch_count: 2
     batch_sizes: [2, 2]
-    batches: [{index: 1, nodes: 2, start: 0.0, end: 8.5, progress: 50}, {index: 2, nodes: 2, start: 11.5, end: 20.0, progress: 100}]
+    batches: [{index: 1, nodes: 2, start: 0.0, end: 8.0, progress: 50}, {index: 2, nodes: 2, start: 3.0, end: 11.0, progress: 100}]
     seconds: 20.0
 components:
   description: Per component, the status before and after.

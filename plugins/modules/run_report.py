@@ -175,7 +175,7 @@ RETURN = r"""
 status:
   description:
     - The outcome of a check-mode run (O(check_run)) - V(planned) or V(blocked) (a step failed,
-      the precheck found blocking findings, or the estimate ends after the window's deadline: the
+      the precheck found blocking findings, or the estimate ends after the window's deadline; the
       record's C(plan.blocking) says which); a blocked plan is a failed run (RV(failed_run)).
     - The outcome of a run - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
       V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback, or with a
@@ -357,7 +357,8 @@ def main():
     stored, cluster_written = store_in_cluster(module, record, files, folder) \
         if cluster and not module.check_mode and not params["check_run"] else (None, False)
     plan, plan_file = save_plan(module, record)
-    module.exit_json(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file, status=record["status"], failed_run=record["failed"],
+    module.exit_json(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file,
+                     status=record["status"], failed_run=record["failed"],
                      resumable=record["resumable"], cluster_changed=record["changed"],
                      summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
                      report_ref=stored["ref"] if stored else None, record=record)

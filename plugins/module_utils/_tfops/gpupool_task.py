@@ -169,12 +169,13 @@ class RolloutTask:
     @staticmethod
     def _schedule(observer, pct, interval_text, interval):
         """The batches this change would roll (the operator's batch rule on this pool's nodes) and
-        how long they take, each batch as long as the slowest hypervisor Pod took to become Ready."""
+        how long they take, a batch's nodes as long to come back as the slowest hypervisor Pod took
+        to become Ready."""
         nodes = observer.gpunodes()
         node_ready = plans.node_seconds(ready_seconds(p) for p in observer.hypervisor_pods())
         batches, seconds = plans.pool_schedule(len(nodes), pct, interval, node_ready)
         return {"nodes": len(nodes), "batch_percentage": pct, "batch_interval": interval_text,
-                "batch_seconds": round(node_ready + plans.OPERATOR_REACTION, 1), "batch_count": len(batches),
+                "batch_seconds": round(node_ready, 1), "batch_count": len(batches),
                 "batch_sizes": [b["nodes"] for b in batches], "batches": batches, "seconds": seconds}
 
     def _hypervisor_image(self):

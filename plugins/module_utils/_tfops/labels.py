@@ -14,5 +14,6 @@ def selector_terms(labels):
     """``key=value`` terms of a label selector, sorted (one way of writing a selector everywhere)."""
     return ["%s=%s" % item for item in sorted(labels.items())]
 
+
 # The API group of TensorFusion's own resources (TensorFusionCluster, GPUPool, GPUNode, GPU).
 TF_GROUP = "tensor-fusion.ai"

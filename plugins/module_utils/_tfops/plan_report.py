@@ -19,7 +19,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline i
 FIXED_SECONDS = 40.0
 # Each pool in the pools step beyond its campaign: the lock's renewal and the task start-ups
 # before the operator starts it, the last check that every hypervisor is Ready after it.
-POOL_LEAD_SECONDS, POOL_TAIL_SECONDS = 3.0, 1.0
+POOL_LEAD_SECONDS, POOL_TAIL_SECONDS = 1.0, 1.0
 PLAN_STATUSES = ("planned", "blocked")
 
 

@@ -25,10 +25,8 @@ SCHEMA = 1
 KIND = "tensorfusion.ops/plan"
 DIGEST_ROUNDS = 20000
 DEFAULT_NODE_SECONDS = 15.0  # one batch's nodes coming back, when the cluster shows none yet
-# A batch beyond its Pods' start: the operator's reconcile after the nodes' events and its status write.
+# The last batch beyond its nodes coming back: the operator's reconcile and its status write.
 OPERATOR_REACTION = 0.5
-# The gap's start is a timestamp of 1 s precision (truncated): gaps are half a second shorter on average.
-GAP_ROUNDING = 0.5
 
 
 class PlanRefused(InvalidInput):
@@ -94,20 +92,22 @@ def node_seconds(samples):
 
 def pool_schedule(total, pct, interval_seconds, node_ready_seconds, bake_seconds=0.0):
     """The planned batches of one campaign: [{index, nodes, start, end, progress}] in seconds from
-    its start, and its total. Upstream, a batch starts a gap of max(batchInterval, 3 s) after the
-    previous one completed, and completes when its nodes are back; a batch of no node still waits
-    its gap (the operator counts batches by progress, not by nodes)."""
-    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0)) - GAP_ROUNDING
-    per_batch = float(node_ready_seconds) + OPERATOR_REACTION
-    out, clock = [], 0.0
+    its start, and its total. Upstream, a batch counts as done once its nodes run Pods of the new
+    hash (Ready or not: the operator rolls blind), and the next starts max(batchInterval, 3 s)
+    later; a batch of no node still waits its gap (batches are counted by progress, not nodes).
+    Each batch ends when its nodes are back; the campaign when the last of them is."""
+    if not total:
+        return [], 0.0  # no objects: the operator has nothing to update
+    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0))
     sizes = batch_sizes(total, pct)
+    out = []
     for index, nodes in enumerate(sizes):
-        clock += gap if index else 0.0
-        start = clock
-        clock += per_batch if nodes else 0.0
-        out.append({"index": index + 1, "nodes": nodes, "start": round(start, 1), "end": round(clock, 1),
+        start = index * gap
+        end = start + (float(node_ready_seconds) if nodes else 0.0)
+        out.append({"index": index + 1, "nodes": nodes, "start": round(start, 1), "end": round(end, 1),
                     "progress": min(100, int(pct) * (index + 1)) if index + 1 < len(sizes) else 100})
-    return out, round(clock, 1)
+    seconds = max(b["end"] for b in out) + OPERATOR_REACTION
+    return out, round(seconds, 1)
 
 
 # ---- the saved plan -----------------------------------------------------------------------------

@@ -127,12 +127,12 @@ def plan_rows(plan):
                 rows.append(["chart", "%s %s: %s" % (what, kind, ", ".join(names))])
     for pool in plan.get("pools") or []:
         if pool["components"]:
-            rows.append(["pools", "%s: %s (asked by %s) on %s nodes, %d batches of %s at %s%% every %s, "
-                                  "from +%ss for about %ss" % (
-                pool["pool"], ", ".join(pool["components"]),
-                "; ".join("%s: %s" % (c, " and ".join(o)) for c, o in sorted(pool["origin"].items())),
-                pool["nodes"], pool["batch_count"], "/".join(str(n) for n in pool["batch_sizes"]),
-                pool["batch_percentage"], pool["batch_interval"], pool["starts_at"], pool["estimated_seconds"])])
+            origin = "; ".join("%s: %s" % (c, " and ".join(o)) for c, o in sorted(pool["origin"].items()))
+            text = "%s: %s (asked by %s) on %s nodes, %d batches of %s at %s%% every %s, from +%ss for about %ss" % (
+                pool["pool"], ", ".join(pool["components"]), origin, pool["nodes"], pool["batch_count"],
+                "/".join(str(n) for n in pool["batch_sizes"]), pool["batch_percentage"], pool["batch_interval"],
+                pool["starts_at"], pool["estimated_seconds"])
+            rows.append(["pools", text])
         elif pool.get("recorded_only") or pool.get("msg"):
             rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
                 pool["recorded_only"]))])
@@ -221,8 +221,9 @@ def render_markdown(record):
         lines.append("")
     if record.get("plan"):
         lines += ["Blocking (%s): %s" % (b["step"], b["message"]) for b in record["plan"]["blocking"]]
-        lines += ["| step | would |", "|---|---|"] + ["| %s | %s |" % (step, text.replace("|", "\\|"))
-                                                     for step, text in plan_rows(record["plan"])] + [""]
+        lines += ["| step | would |", "|---|---|"]
+        lines += ["| %s | %s |" % (step, text.replace("|", "\\|")) for step, text in plan_rows(record["plan"])]
+        lines.append("")
     if record.get("rotation"):
         lines += ["Rotation of %s: %s" % (record["rotation"]["secret"], "; ".join(
             "%s %s" % (label, value) for label, value in _rotation_rows(record["rotation"]))), ""]

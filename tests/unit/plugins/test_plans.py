@@ -17,13 +17,17 @@ def test_batches_follow_the_operator_rule(total, pct, sizes):
 
 
 def test_the_schedule_has_the_operator_gap_between_batches():
-    batches, seconds = plans.pool_schedule(4, 50, 1.0, 9.5)  # 10 s a batch with the operator's reaction
-    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 10.0, 50), (12.5, 22.5, 100)]
-    assert seconds == 22.5
+    # The operator does not wait for a batch's nodes to be Ready: the next batch starts one gap later.
+    batches, seconds = plans.pool_schedule(4, 50, 1.0, 9.5)
+    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 9.5, 50), (3.0, 12.5, 100)]
+    assert seconds == 12.5 + plans.OPERATOR_REACTION
     _batches, longer = plans.pool_schedule(4, 50, 30.0, 9.5)
-    assert longer == 49.5  # batchInterval above the 3 s floor
+    assert longer == 30.0 + 9.5 + plans.OPERATOR_REACTION  # batchInterval above the 3 s floor
+    _batches, baked = plans.pool_schedule(4, 50, 1.0, 9.5, bake_seconds=20.0)
+    assert baked == 20.0 + 9.5 + plans.OPERATOR_REACTION
     empty, seconds = plans.pool_schedule(4, 20, 1.0, 0.5)  # 4 nodes at 20 %: the fifth batch has none
-    assert [b["nodes"] for b in empty] == [1, 1, 1, 1, 0] and seconds == 4 * 1.0 + 4 * 2.5
+    assert [b["nodes"] for b in empty] == [1, 1, 1, 1, 0] and seconds == 4 * 3.0 + plans.OPERATOR_REACTION
+    assert plans.pool_schedule(0, 20, 1.0, 5.0) == ([], 0.0)
 
 
 def test_node_seconds_takes_the_slowest_pod_and_has_a_default():

@@ -26,19 +26,21 @@ def test_each_component_says_who_asked_for_it():
 
 def test_flat_images_apply_to_every_pool_and_turn_auto_update_on():
     out = pool_updates([], all_pools=["tf-a", "tf-b"], hypervisor_image="hv:2", batch_percentage="20")
-    assert _without_origin(out) == [{"pool": p, "components": {"hypervisor": {"image": "hv:2"}},
-                    "rolling_update": {"batch_percentage": 20, "auto_update_hypervisor": True}}
-                   for p in ("tf-a", "tf-b")]
+    assert _without_origin(out) == [
+        {"pool": p, "components": {"hypervisor": {"image": "hv:2"}},
+         "rolling_update": {"batch_percentage": 20, "auto_update_hypervisor": True}}
+        for p in ("tf-a", "tf-b")]
 
 
 def test_a_pool_of_its_own_wins_over_the_flat_defaults():
     out = pool_updates([{"name": "shared", "cluster": "tf", "components": {"worker": {"image": "w:2"}},
                          "rolling_update": {"auto_update_hypervisor": False, "batch_interval": "5s"}}],
                        hypervisor_image="hv:2", batch_interval="1s")
-    assert _without_origin(out) == [{"pool": "shared", "cluster": "tf",
-                    "components": {"hypervisor": {"image": "hv:2"}, "worker": {"image": "w:2"}},
-                    "rolling_update": {"batch_interval": "5s", "auto_update_hypervisor": False,
-                                       "auto_update_worker": True}}]
+    assert _without_origin(out) == [
+        {"pool": "shared", "cluster": "tf",
+         "components": {"hypervisor": {"image": "hv:2"}, "worker": {"image": "w:2"}},
+         "rolling_update": {"batch_interval": "5s", "auto_update_hypervisor": False,
+                            "auto_update_worker": True}}]
 
 
 def test_nothing_to_do_without_pools_or_images():
@@ -72,8 +74,9 @@ def test_chart_changes_become_pool_updates_under_the_users_settings():
         "rolling_update": {"batch_percentage": 50, "auto_update_hypervisor": True, "auto_update_worker": True}}]
     # A pool named by its entry name matches the chart's entry.
     out = pool_updates([{"name": "shared", "rolling_update": {"auto_update_worker": False}}], chart_changes=CHART)
-    assert _without_origin(out) == [{"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
-                    "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": False}}]
+    assert _without_origin(out) == [
+        {"pool": "shared", "components": {"hypervisor": {"image": "hv:chart"}, "worker": {"image": "wk:chart"}},
+         "rolling_update": {"auto_update_hypervisor": True, "auto_update_worker": False}}]
     assert pool_updates([], chart_changes={"tensor-fusion": {"big": {"worker": {"pod_template_changed": True}}}}) == []
 
 
