@@ -204,7 +204,10 @@ def test_a_fresh_plan_applied_does_what_it_said_then_the_rollback_plan_undoes_it
     assert cluster_state(api_client) == before
     rb = report_of(back_plan)["record"]["plan"]["rollback"]
     assert rb["target_revision"] == snapshot["revision"] and rb["chart_version"] == V1 == snapshot["chart_version"]
-    back = run_playbook("tensorfusion.ops.rollback", dict(base["vars"], tfops_plan=str(rb_path)), timeout=900)
+    # Applied as an AWX apply job gets it: the plan job's set_stats document, not the file.
+    handed = back_plan.task_results("Hand the plan to AWX workflows")["ansible_stats"]["data"]["tfops_plan"]
+    assert handed["hosts"]["localhost"] == json.loads(rb_path.read_text())["hosts"]["localhost"]
+    back = run_playbook("tensorfusion.ops.rollback", dict(base["vars"], tfops_plan=handed), timeout=900)
     assert back.rc == 0, back.stdout[-3000:]
     assert report_of(back)["record"]["status"] == "succeeded"
     assert release_chart(api_client) == V1
