@@ -303,7 +303,7 @@ schedule:
     batch_count: 2
     batch_sizes: [2, 2]
     batches: [{index: 1, nodes: 2, start: 0.0, end: 8.0, progress: 50}, {index: 2, nodes: 2, start: 3.0, end: 11.0, progress: 100}]
-    seconds: 20.0
+    seconds: 11.5
 components:
   description: Per component, the status before and after.
   returned: always

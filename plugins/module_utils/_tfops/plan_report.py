@@ -101,17 +101,18 @@ def pools_plan(pool_results, pool_updates):
     for name, result in last.items():
         schedule = _dict(result.get("schedule"))
         comps = list(result.get("waited_for") or [])
+        rollout = (schedule.get("seconds") or 0.0) if comps else 0.0
+        first_batch_at = offset + POOL_LEAD_SECONDS
         entry = {"cluster": result.get("cluster"), "pool": result.get("pool") or name, "gpupool": result.get("gpupool"),
                  "components": comps, "recorded_only": [c for c in result.get("changed_components") or [] if c not in comps],
                  "origin": dict((c, _origin(updates.get(name), c)) for c in result.get("changed_components") or []),
                  "nodes": schedule.get("nodes"), "batch_percentage": schedule.get("batch_percentage"),
                  "batch_interval": schedule.get("batch_interval"), "batch_count": schedule.get("batch_count") or 0,
                  "batch_sizes": schedule.get("batch_sizes") or [], "batch_seconds": schedule.get("batch_seconds"),
-                 "rollout_seconds": (schedule.get("seconds") or 0.0) if comps else 0.0,
-                 "estimated_seconds": round((schedule.get("seconds") or 0.0) + POOL_LEAD_SECONDS + POOL_TAIL_SECONDS, 1)
-                 if comps else 0.0, "starts_at": round(offset, 1),
-                 "batches": [dict(b, start=round(b["start"] + offset + POOL_LEAD_SECONDS, 1),
-                                  end=round(b["end"] + offset + POOL_LEAD_SECONDS, 1))
+                 "rollout_seconds": rollout,
+                 "estimated_seconds": round(rollout + POOL_LEAD_SECONDS + POOL_TAIL_SECONDS, 1) if comps else 0.0,
+                 "starts_at": round(offset, 1),
+                 "batches": [dict(b, start=round(b["start"] + first_batch_at, 1), end=round(b["end"] + first_batch_at, 1))
                              for b in schedule.get("batches") or []] if comps else [],
                  "msg": result.get("msg") if result.get("failed") else None}
         offset += entry["estimated_seconds"]

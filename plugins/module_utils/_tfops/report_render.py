@@ -136,13 +136,8 @@ def plan_rows(plan):
         elif pool.get("recorded_only") or pool.get("msg"):
             rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
                 pool["recorded_only"]))])
-    rotation = plan.get("rotation")
-    if rotation:
-        rows.append(["rotate", "Secret %s (%s, keys %s): %s; consumers: %s%s" % (
-            rotation["secret"], rotation.get("strategy"), ", ".join(rotation.get("keys") or []) or "none", ", ".join(
-                " ".join(str(s[k]) for k in ("step", "detail") if s.get(k)) for s in rotation["steps"]) or "nothing to do",
-            ", ".join("%s %s/%s" % (c.get("kind"), c.get("namespace"), c.get("name")) for c in rotation["consumers"]) or "none",
-            "; would delete %s" % ", ".join(rotation["would_delete"]) if rotation.get("would_delete") else "")])
+    if plan.get("rotation"):
+        rows.append(["rotate", _planned_rotation(plan["rotation"])])
     rollback = plan.get("rollback")
     if rollback:
         rows.append(["rollback", "to revision %s (chart %s) from %s" % (
@@ -153,6 +148,15 @@ def plan_rows(plan):
         "" if est["fits"] is None else (", before the deadline %s" % est["deadline"] if est["fits"]
                                         else ", AFTER the deadline %s" % est["deadline"]))])
     return rows
+
+
+def _planned_rotation(rotation):
+    keys = ", ".join(rotation.get("keys") or []) or "none"
+    steps = ", ".join(" ".join(str(s[k]) for k in ("step", "detail") if s.get(k)) for s in rotation["steps"])
+    consumers = ", ".join("%s %s/%s" % (c.get("kind"), c.get("namespace"), c.get("name")) for c in rotation["consumers"])
+    deleted = "; would delete %s" % ", ".join(rotation["would_delete"]) if rotation.get("would_delete") else ""
+    return "Secret %s (%s, keys %s): %s; consumers: %s%s" % (
+        rotation["secret"], rotation.get("strategy"), keys, steps or "nothing to do", consumers or "none", deleted)
 
 
 def _rotation_rows(rotation):
