@@ -187,10 +187,7 @@ class Controllers:
                 self.api.delete("pool", meta(p)["name"])
                 changed = True
         if changed:
-            # New or changed pools may select other Nodes (our own write is already cached,
-            # so the pool's watch event will not look new: enqueue the Nodes here).
-            for node, _ in self.store.items("node"):
-                self.queue.add(("node", node))
+            # (New or changed pools may select other Nodes: their write-through enqueues them.)
             self._tfc_status(tfc, {"phase": "Updating"})
             return 3.0
         pools = [self.store.get("pool", n) for n in wanted]

@@ -51,14 +51,25 @@ def key_of(obj: dict) -> str:
 
 
 class Api:
-    def __init__(self, store):
+    """``on_kept(kind, key, obj, old)`` is called for every write-through copy that replaced a
+    cached object: the copy counts as that object's watch event, delivered early."""
+
+    def __init__(self, store, on_kept=None):
         self.store = store
+        self.on_kept = on_kept
         self.co = client.CustomObjectsApi()
         self.core = client.CoreV1Api()
 
     def _keep(self, kind, obj):
         if isinstance(obj, dict) and obj.get("metadata"):
-            self.store.put(kind, key_of(obj), obj)
+            key = key_of(obj)
+            old = self.store.put(kind, key, obj)
+            # The response may carry someone else's newer write (a user's spec edit under our
+            # status patch). Its own watch event will then look older than the cache and be
+            # dropped, so the change must be noticed here, or a generation-filtered kind (the
+            # TensorFusionCluster) would never be reconciled for it.
+            if old is not None and self.on_kept:
+                self.on_kept(kind, key, obj, old)
         return obj
 
     @staticmethod

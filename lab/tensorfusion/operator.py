@@ -95,7 +95,7 @@ class Operator:
         self.store = Store()
         self.queue = WorkQueue()
         self.knobs = Knobs()
-        self.api = Api(self.store)
+        self.api = Api(self.store, on_kept=self._enqueue_for)
         self.ns = namespace
         self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node,
                                  namespace)

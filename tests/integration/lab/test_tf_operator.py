@@ -3,11 +3,33 @@ the rough edges (Pending blocks forever, autoUpdate false freezes, maintenance f
 pausing with the controller Deployment, stopping the double mid-rollout, and the fault knobs."""
 import time
 
+import pytest
+
 from lab import tensorfusion as tf
 
 from .conftest import NS, POOL, TFC
 
 HV = "tensorfusion/tensor-fusion-hypervisor"
+
+
+@pytest.fixture(autouse=True)
+def restores_the_pool(tfx):
+    """Each test leaves the pool as it found it: the same rollout policy (an autoUpdate false left
+    behind froze every later test), and a synced hypervisor, reverting the image if a rollout
+    the test started never finishes. Tests stay independent of each other's failures."""
+    template = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]
+    policy = template["nodeManagerConfig"].get("nodePoolRollingUpdatePolicy") or {}
+    image = template["componentConfig"]["hypervisor"]["image"]
+    yield
+    current = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"].get(
+        "nodePoolRollingUpdatePolicy") or {}
+    if current != policy:
+        tfx.policy(**{k: policy.get(k) for k in set(policy) | set(current)})
+    try:
+        tfx.wait_synced(timeout=45)
+    except AssertionError:
+        tfx.hv_image(image)
+        tfx.wait_synced(timeout=60)
 
 
 def hv_state(tfx):
