@@ -82,7 +82,8 @@ def test_empty_strings_zeros_and_false_read_back_unchanged_and_null_is_pruned(tf
                        "readyNodes": 0, "notReadyNodes": 0, "totalTFlops": "0",
                        "totalVRAM": "0", "virtualTFlops": "0", "virtualVRAM": "0",
                        "availableTFlops": "0", "availableVRAM": "0"}})
-        assert patched["status"]["componentStatus"] == {"hypervisor": ""}
+        # (The double reconciles every GPUPool and may add its own hashes to the same status.)
+        assert patched["status"]["componentStatus"]["hypervisor"] == ""
     finally:
         tfx.co.delete_cluster_custom_object(G, V, "gpupools", "crd-zero-values")
 
