@@ -187,7 +187,8 @@ class Controllers:
                 self.api.delete("pool", meta(p)["name"])
                 changed = True
         if changed:
-            # (New or changed pools may select other Nodes: their write-through enqueues them.)
+            # New or changed pools may select other Nodes: the pool's write-through (an event
+            # like any other, see Operator.cache) enqueues them.
             self._tfc_status(tfc, {"phase": "Updating"})
             return 3.0
         pools = [self.store.get("pool", n) for n in wanted]

@@ -51,25 +51,18 @@ def key_of(obj: dict) -> str:
 
 
 class Api:
-    """``on_kept(kind, key, obj, old)`` is called for every write-through copy that replaced a
-    cached object: the copy counts as that object's watch event, delivered early."""
+    """``keep(kind, key, obj)`` takes every write's response into the cache (the operator's
+    ``cache``, which treats it as a watch event; by default only the store)."""
 
-    def __init__(self, store, on_kept=None):
+    def __init__(self, store, keep=None):
         self.store = store
-        self.on_kept = on_kept
+        self.keep = keep or store.put
         self.co = client.CustomObjectsApi()
         self.core = client.CoreV1Api()
 
     def _keep(self, kind, obj):
         if isinstance(obj, dict) and obj.get("metadata"):
-            key = key_of(obj)
-            old = self.store.put(kind, key, obj)
-            # The response may carry someone else's newer write (a user's spec edit under our
-            # status patch). Its own watch event will then look older than the cache and be
-            # dropped, so the change must be noticed here, or a generation-filtered kind (the
-            # TensorFusionCluster) would never be reconciled for it.
-            if old is not None and self.on_kept:
-                self.on_kept(kind, key, obj, old)
+            self.keep(kind, key_of(obj), obj)
         return obj
 
     @staticmethod

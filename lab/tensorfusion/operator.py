@@ -95,7 +95,7 @@ class Operator:
         self.store = Store()
         self.queue = WorkQueue()
         self.knobs = Knobs()
-        self.api = Api(self.store, on_kept=self._enqueue_for)
+        self.api = Api(self.store, keep=self.cache)
         self.ns = namespace
         self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node,
                                  namespace)
@@ -125,11 +125,19 @@ class Operator:
         if event.get("type") == "DELETED":
             old = self.store.get(kind, key) or obj
             self.store.remove(kind, key, obj)
+            self._enqueue_for(kind, key, obj, old)
         else:
-            old = self.store.put(kind, key, obj)
-            if old is None:
-                return  # older than what we already hold
-        self._enqueue_for(kind, key, obj, old)
+            self.cache(kind, key, obj)
+
+    def cache(self, kind, key, obj):
+        """An object reaches the cache, from a watch event or as the response of our own write
+        (write-through). Either way it is an event: a response may carry someone else's newer
+        write (a user's spec edit under our status patch), whose own watch event then looks older
+        than the cache and is dropped; the generation-filtered TensorFusionCluster would never be
+        reconciled for it otherwise."""
+        old = self.store.put(kind, key, obj)
+        if old is not None:  # else older than what we already hold
+            self._enqueue_for(kind, key, obj, old)
 
     def _interesting_pod(self, pod):
         lab = c.labels(pod)

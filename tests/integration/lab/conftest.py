@@ -58,6 +58,10 @@ class TF:
     def tfc(self):
         return self.get("tensorfusionclusters", TFC)
 
+    def template(self):
+        """gpuPools[0].specTemplate of the TensorFusionCluster (the pool the tests roll)."""
+        return self.tfc()["spec"]["gpuPools"][0]["specTemplate"]
+
     def cs(self, name=POOL):
         return (self.pool(name).get("status") or {}).get("componentStatus") or {}
 

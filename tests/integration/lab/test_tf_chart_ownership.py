@@ -62,10 +62,6 @@ def step_started(record, name):
     return datetime.fromisoformat(step["started"].replace("Z", "+00:00")).timestamp()
 
 
-def live_template(tfx):
-    return tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]
-
-
 def chart_step(run):
     return run.task_results("Upgrade the Helm release")
 
@@ -83,7 +79,7 @@ def test_the_new_charts_images_roll_once_in_the_pools_step(tf_lab, tfx, runbook,
     assert chart["chart_version"] == tf.V2
     assert chart["chart_pool_changes"]["tensor-fusion"]["shared"]["hypervisor"]["image"] == HV + "2.15.0"
     assert chart["held_for_provider_configs"] == ["tensor-fusion/shared"]
-    template = live_template(tfx)
+    template = tfx.template()
     assert template["componentConfig"]["hypervisor"]["image"] == HV + "2.15.0"
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 20
     assert not (tfx.tfc()["metadata"].get("annotations") or {}).get("ops.tensor-fusion.ai/paused")
@@ -102,7 +98,7 @@ def test_the_new_charts_images_roll_once_in_the_pools_step(tf_lab, tfx, runbook,
     restored = run.task_results("Roll the chart and the pools back to the snapshot")
     assert restored["chart_version"] == tf.V1 and restored["method"] == "upgrade-to-stored-chart"
     assert restored["held_for_provider_configs"] == ["tensor-fusion/shared"]
-    template = live_template(tfx)
+    template = tfx.template()
     assert template["componentConfig"]["hypervisor"]["image"] == HV + "2.14.0"
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 20
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is True
@@ -125,7 +121,7 @@ def test_a_hand_set_policy_and_the_runs_image_survive_this_and_the_next_chart_up
     run = run_playbook("tensorfusion.ops.upgrade", dict(runbook, tfops_hypervisor_image=HV + "run-1"), timeout=900)
     assert run.rc == 0, run.stdout[-3000:]
     record = report(run)
-    template = live_template(tfx)
+    template = tfx.template()
     assert template["componentConfig"]["hypervisor"]["image"] == HV + "run-1"
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 50
     campaigns = campaigns_since(tf_lab, started)
@@ -138,7 +134,7 @@ def test_a_hand_set_policy_and_the_runs_image_survive_this_and_the_next_chart_up
                        timeout=900)
     assert run.rc == 0, run.stdout[-3000:]
     assert chart_step(run)["revision_after"] > chart_step(run)["revision_before"], "the chart was upgraded"
-    template = live_template(tfx)
+    template = tfx.template()
     assert template["componentConfig"]["hypervisor"]["image"] == HV + "run-1"
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 50
     assert campaigns_since(tf_lab, again) == {}

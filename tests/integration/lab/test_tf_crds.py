@@ -49,7 +49,7 @@ def test_zero_batch_percentage_in_tfc_becomes_100_in_the_pool(tfx):
         "batchPercentage"] == 40)
     tfx.policy(batchPercentage=0)
     try:
-        assert tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"][
+        assert tfx.template()["nodeManagerConfig"][
             "nodePoolRollingUpdatePolicy"]["batchPercentage"] == 0
         tfx.wait_pool(lambda p: p["spec"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"][
             "batchPercentage"] == 100)

@@ -49,7 +49,7 @@ def test_template_metadata_alone_is_written_but_rolls_nothing(tf_lab, tfx):
     assert res["changed"] is True  # the TensorFusionCluster was written
     assert res["changed_components"] == [] and res["waited_for"] == []
     assert any("does not hash" in w for w in res.get("warnings", [])), res.get("warnings")
-    template = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["componentConfig"]["hypervisor"]
+    template = tfx.template()["componentConfig"]["hypervisor"]
     assert template["podTemplate"]["template"]["metadata"]["annotations"] == {
         "example.com/owner": "gpu-team"}
     # The operator saw the change (the GPUPool follows the TFC) and started no campaign.

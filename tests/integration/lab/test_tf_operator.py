@@ -17,12 +17,11 @@ def restores_the_pool(tfx):
     """Each test leaves the pool as it found it: the same rollout policy (an autoUpdate false left
     behind froze every later test), and a synced hypervisor, reverting the image if a rollout
     the test started never finishes. Tests stay independent of each other's failures."""
-    template = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]
+    template = tfx.template()
     policy = template["nodeManagerConfig"].get("nodePoolRollingUpdatePolicy") or {}
     image = template["componentConfig"]["hypervisor"]["image"]
     yield
-    current = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"].get(
-        "nodePoolRollingUpdatePolicy") or {}
+    current = tfx.template()["nodeManagerConfig"].get("nodePoolRollingUpdatePolicy") or {}
     if current != policy:
         tfx.policy(**{k: policy.get(k) for k in set(policy) | set(current)})
     try:
@@ -59,7 +58,7 @@ def test_install_shapes_pool_nodes_pods_and_status(tfx):
         assert node["status"]["phase"] == "Running"
     pods = tfx.hv_pods()
     assert sorted(pods) == [f"hypervisor-{n}" for n in sorted(nodes)]
-    image = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["componentConfig"]["hypervisor"]["image"]
+    image = tfx.template()["componentConfig"]["hypervisor"]["image"]
     for name, pod in pods.items():
         assert pod.spec.containers[0].name == "tensor-fusion-hypervisor"
         assert pod.spec.containers[0].image == image
@@ -114,8 +113,7 @@ def test_policy_only_change_moves_no_hash(tfx):
 
 def test_pending_node_blocks_forever_then_revert_recovers(tfx, fast_gaps):
     good = tfx.wait_synced()["status"]["componentStatus"]["hypervisor"]
-    good_image = tfx.tfc()["spec"]["gpuPools"][0]["specTemplate"]["componentConfig"][
-        "hypervisor"]["image"]
+    good_image = tfx.template()["componentConfig"]["hypervisor"]["image"]
     tfx.kubelet_knobs(neverReadyImages=":broken$")
     try:
         tfx.policy(batchPercentage=30, maxDuration="1s")   # maxDuration is ignored
