@@ -238,9 +238,9 @@ options:
         description:
           - Rules of your own, each a JMESPath expression over the batch's picture. They use the
             language of M(tensorfusion.ops.tf_cluster_info)'s O(tensorfusion.ops.tf_cluster_info#module:rules).
-          - The picture is C({nodes: [{name, gpus: [{name, phase, message}], hypervisor: {name,
+          - "The picture is C({nodes: [{name, gpus: [{name, phase, message}], hypervisor: {name,
             image, ready, restarts}, pods: [{namespace, name, ready, phase}], events: [{kind,
-            name, reason, message}]}]}).
+            name, reason, message}]}]})."
           - A match of a V(blocking) rule fails the gate. A list result names the objects by
             their C(name).
         type: list
@@ -259,7 +259,9 @@ options:
             description: What a match means.
             type: str
           severity:
-            description: V(blocking) fails the gate. V(warning) and V(info) rules are accepted for symmetry with M(tensorfusion.ops.tf_cluster_info) and ignored.
+            description:
+              - V(blocking) fails the gate. V(warning) and V(info) rules are accepted, as in
+                M(tensorfusion.ops.tf_cluster_info), and ignored.
             type: str
             choices: [blocking, warning, info]
             default: blocking

@@ -125,7 +125,7 @@ def _get(url, check, want_body=False):
     except Exception as exc:  # HTTPError carries the status; anything else is an error
         code = getattr(exc, "code", None)
         if isinstance(code, int):
-            return code, None if not want_body else "HTTP %d" % code
+            return code, ("HTTP %s" % code) if want_body else None
         return None, "%s: %s" % (type(exc).__name__, exc)
 
 

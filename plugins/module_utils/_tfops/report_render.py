@@ -148,6 +148,9 @@ def plan_rows(plan):
                 pool["pool"], ", ".join(pool["components"]), origin, pool["nodes"], pool["batch_count"],
                 "/".join(str(n) for n in pool["batch_sizes"]), pool["batch_percentage"], pool["batch_interval"],
                 pool["starts_at"], pool["estimated_seconds"])
+            if pool.get("gate_bake_seconds"):
+                text += ", health gates after each batch (%ss of bake, %ss of the estimate)" % (
+                    pool["gate_bake_seconds"], pool["gate_seconds"])
             rows.append(["pools", text])
         elif pool.get("recorded_only") or pool.get("msg"):
             rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
