@@ -13,6 +13,7 @@ Fault knobs: ConfigMap ``<namespace>/tfops-lab-operator``, read live (see ``Knob
 import argparse
 import logging
 import os
+import re
 import threading
 import time
 
@@ -32,7 +33,9 @@ class Knobs:
     ``pendingRecheckSeconds`` (default 3): recheck period while a node is Pending;
     ``staleStatusSeconds`` (default 0): after a component hash changes, keep reporting the old
     componentStatus (hash, synced, progress) this long; ``slowNodes``: ``node=seconds,...`` (``*``
-    for every node): wait that long before (re)creating that node's hypervisor Pod."""
+    for every node): wait that long before (re)creating that node's hypervisor Pod;
+    ``failGpuImages``: a regular expression; the GPUs of a node whose Ready hypervisor Pod runs a
+    matching image go ``Unknown`` (the node stays Running, so the rollout goes on)."""
 
     def __init__(self):
         self.update({})
@@ -56,6 +59,15 @@ class Knobs:
             except ValueError:
                 continue
         self.slow = slow
+        try:
+            self.fail_gpu_images = re.compile(data["failGpuImages"]) if data.get(
+                "failGpuImages") else None
+        except re.error:
+            log.warning("knob failGpuImages: %r is not a regular expression", data["failGpuImages"])
+            self.fail_gpu_images = None
+
+    def fails_gpus(self, image: str) -> bool:
+        return bool(self.fail_gpu_images and image and self.fail_gpu_images.search(image))
 
     def slow_node_delay(self, node: str) -> float:
         return self.slow.get(node, self.slow.get("*", 0.0))

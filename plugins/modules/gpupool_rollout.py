@@ -182,6 +182,152 @@ options:
         role can show each batch. V(100) waits for the whole rollout.
     type: int
     default: 100
+  gates:
+    description:
+      - Health gates for a hypervisor rollout. After each batch the module bakes the nodes just
+        updated for O(gates.bake_seconds) and checks them. A failed gate pauses the pool
+        (C(autoUpdateHypervisor) false) before any further node rolls, and the task fails with
+        the check, the node and the evidence.
+      - The operator moves to its next batch after C(batchInterval) whatever the nodes' health. So
+        while the rollout runs, the module raises the pool's C(batchInterval) to the bake plus
+        5 seconds, if it is shorter. The operator then waits for the gate. When the rollout ends,
+        the module writes the pool's own interval back. A run killed mid-rollout leaves the longer
+        interval in place. The operator then goes on batch by batch at that pace, without gates.
+      - A rollout with gates takes about one bake per batch longer. RV(schedule) includes it.
+      - Needs O(wait=true), O(state=present) and O(wait_until_progress=100). Only a hypervisor
+        campaign is gated.
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      bake_seconds:
+        description: How long each batch's nodes must stay healthy.
+        type: int
+        default: 30
+      gpu_phase:
+        description:
+          - The batch's GPUs must be C(Running) at the end of the bake. A GPU that turns
+            C(Unknown), C(Failed) or C(Destroying) fails the gate at once.
+        type: bool
+        default: true
+      hypervisor_ready:
+        description: Each node's hypervisor Pod must be Ready at the end of the bake.
+        type: bool
+        default: true
+      max_hypervisor_restarts:
+        description: The most container restarts of a node's hypervisor Pod allowed during the bake.
+        type: int
+        default: 0
+      workloads_ready:
+        description:
+          - Every TensorFusion-enabled Pod (label C(tensor-fusion.ai/enabled=true)) on the
+            batch's nodes must be Ready at the end of the bake.
+        type: bool
+        default: true
+      max_warning_events:
+        description:
+          - The most Warning Events allowed per node since its batch started. Events about the
+            node, its GPUNode, its GPUs, its hypervisor Pod and the TensorFusion Pods on it count.
+        type: int
+        default: 0
+      ignore_event_reasons:
+        description: Warning Event reasons that never count, for example V(FailedScheduling).
+        type: list
+        elements: str
+        default: []
+      rules:
+        description:
+          - Rules of your own, each a JMESPath expression over the batch's picture. They use the
+            language of M(tensorfusion.ops.tf_cluster_info)'s O(tensorfusion.ops.tf_cluster_info#module:rules).
+          - "The picture is C({nodes: [{name, gpus: [{name, phase, message}], hypervisor: {name,
+            image, ready, restarts}, pods: [{namespace, name, ready, phase}], events: [{kind,
+            name, reason, message}]}]})."
+          - A match of a V(blocking) rule fails the gate. A list result names the objects by
+            their C(name).
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          code:
+            description: A short name for the rule, shown in the failure.
+            type: str
+            required: true
+          expression:
+            description: The JMESPath expression.
+            type: str
+            required: true
+          description:
+            description: What a match means.
+            type: str
+          severity:
+            description:
+              - V(blocking) fails the gate. V(warning) and V(info) rules are accepted, as in
+                M(tensorfusion.ops.tf_cluster_info), and ignored.
+            type: str
+            choices: [blocking, warning, info]
+            default: blocking
+      http:
+        description:
+          - URLs that must answer at the end of each bake, for teams whose health signals live
+            outside Kubernetes. A status other than 2xx (or O(gates.http[].status_codes)), a
+            timeout or a refused connection fails the gate.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          url:
+            description: The URL, V(http://) or V(https://), fetched with GET.
+            type: str
+            required: true
+          status_codes:
+            description: The statuses that pass. Left empty, any 2xx passes.
+            type: list
+            elements: int
+            default: []
+          timeout:
+            description: Seconds to wait for the answer.
+            type: int
+            default: 10
+          validate_certs:
+            description: Whether to verify the server's TLS certificate.
+            type: bool
+            default: true
+          headers:
+            description: Request headers, for example an C(Authorization) header.
+            type: dict
+      prometheus:
+        description:
+          - Prometheus-compatible instant queries (C(/api/v1/query)), run at the end of each bake.
+            Every sample must lie within O(gates.prometheus[].min) and O(gates.prometheus[].max).
+            An empty answer fails the gate, because no data is no proof.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          url:
+            description: The server's base URL, for example V(http://prometheus:9090).
+            type: str
+            required: true
+          query:
+            description: The PromQL expression.
+            type: str
+            required: true
+          min:
+            description: The lowest value that passes.
+            type: float
+          max:
+            description: The highest value that passes.
+            type: float
+          timeout:
+            description: Seconds to wait for the answer.
+            type: int
+            default: 10
+          validate_certs:
+            description: Whether to verify the server's TLS certificate.
+            type: bool
+            default: true
+          headers:
+            description: Request headers.
+            type: dict
 extends_documentation_fragment:
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
@@ -214,6 +360,26 @@ EXAMPLES = r"""
   tensorfusion.ops.gpupool_rollout:
     pool: tensor-fusion-shared
     state: paused
+
+- name: New hypervisor image, each batch baked for 60 s before the next one rolls
+  tensorfusion.ops.gpupool_rollout:
+    pool: shared
+    components:
+      hypervisor:
+        image: tensorfusion/tensor-fusion-hypervisor:1.49.2
+    rolling_update:
+      batch_percentage: 20
+    gates:
+      bake_seconds: 60
+      ignore_event_reasons: [FailedScheduling]
+      rules:
+        - code: GPU_MESSAGE
+          expression: "nodes[?gpus[?message != '']]"
+          description: a GPU of the batch reports a problem
+      prometheus:
+        - url: http://prometheus.monitoring:9090
+          query: sum(rate(tf_worker_errors_total[1m]))
+          max: 0
 """
 
 RETURN = r"""
@@ -324,6 +490,19 @@ timeline:
   elements: dict
   sample:
     - {time: "2026-11-29T02:01:03.120000Z", seconds: 3.1, component: hypervisor, campaign: 1b2c3d4e5f607182, progress: 20, synced: false}
+gates:
+  description:
+    - With O(gates), one verdict per gated batch, in order. Null without gates.
+    - A batch's C(failures) are C({check, node, evidence}) items. C(check) is one of
+      C(gpu_phase), C(hypervisor_ready), C(hypervisor_restarts), C(workloads_ready),
+      C(warning_events), C(rule:<code>), C(http) or C(prometheus).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {batch: 1, nodes: [gpu-0, gpu-1], passed: false, bake_seconds: 30, seconds: 4.2,
+       started: "2026-11-29T02:01:10.000000Z",
+       failures: [{check: gpu_phase, node: gpu-0, evidence: "GPU gpu-0-gpu-0 is Unknown"}]}
 nodes:
   description: GPUNodes of the pool - total, updated (hypervisor Pods with the requested image) and stuck (not Running).
   returned: always
@@ -360,6 +539,29 @@ COMPONENT_OPTIONS = dict(
 )
 
 
+_CLIENT = dict(timeout=dict(type="int", default=10), validate_certs=dict(type="bool", default=True),
+               headers=dict(type="dict"))
+GATE_OPTIONS = dict(
+    bake_seconds=dict(type="int", default=30),
+    gpu_phase=dict(type="bool", default=True),
+    hypervisor_ready=dict(type="bool", default=True),
+    max_hypervisor_restarts=dict(type="int", default=0),
+    workloads_ready=dict(type="bool", default=True),
+    max_warning_events=dict(type="int", default=0),
+    ignore_event_reasons=dict(type="list", elements="str", default=[]),
+    rules=dict(type="list", elements="dict", default=[], options=dict(
+        code=dict(type="str", required=True), expression=dict(type="str", required=True),
+        description=dict(type="str"),
+        severity=dict(type="str", default="blocking", choices=["blocking", "warning", "info"]))),
+    http=dict(type="list", elements="dict", default=[], options=dict(
+        url=dict(type="str", required=True), status_codes=dict(type="list", elements="int", default=[]),
+        **_CLIENT)),
+    prometheus=dict(type="list", elements="dict", default=[], options=dict(
+        url=dict(type="str", required=True), query=dict(type="str", required=True),
+        min=dict(type="float"), max=dict(type="float"), **_CLIENT)),
+)
+
+
 def _prune(value):
     """Drop the None that Ansible fills in for every sub-option left out."""
     if isinstance(value, dict):
@@ -371,6 +573,7 @@ def rollout_pool(module):
     params = dict(module.params)
     params["components"] = _prune(params["components"]) or {}
     params["rolling_update"] = _prune(params["rolling_update"]) or {}
+    params["gates"] = _prune(params["gates"])
     deadline = validate(params)
     with tfmodule.connected(module, deadline) as kube:
         task = RolloutTask(kube, params, module.check_mode, deadline)
@@ -399,7 +602,8 @@ def main():
              deadline=dict(type="str"),
              stall_timeout=dict(type="int", default=600),
              on_deadline=dict(type="str", default="fail", choices=["fail", "pause"]),
-             wait_until_progress=dict(type="int", default=100)),
+             wait_until_progress=dict(type="int", default=100),
+             gates=_dict(**GATE_OPTIONS)),
         supports_check_mode=True)
     tfmodule.run(module, rollout_pool)
 

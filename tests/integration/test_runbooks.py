@@ -176,6 +176,34 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     settle(api_client)
 
 
+def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_client):
+    """GPUs that break once the new hypervisor is Ready: the gate after the first batch (2 of 10
+    nodes) pauses the pool, the runbook rolls back, and the rollback has only that batch to undo."""
+    tf.set_knobs(api_client, failGpuImages=":9.9.8-gpu-broken$")
+    try:
+        run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(
+            rb, "9.9.8-gpu-broken", tfops_gates={"bake_seconds": 3}), timeout=900)
+    finally:
+        tf.set_knobs(api_client, failGpuImages=None)
+    assert run.rc != 0
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "rolled_back" and rec["rollback"]["ok"], rec
+    assert rec["error"]["step"] == "pools" and "health gate of batch 1" in rec["error"]["msg"]
+    pool, = rec["pools"]
+    gate, = pool["gates"]
+    assert not gate["passed"] and len(gate["nodes"]) == 2 and gate["failures"][0]["check"] == "gpu_phase"
+    assert max(e["progress"] or 0 for e in pool["timeline"]) <= 20, "no batch after the gated one"
+    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    policy = pool_template(tfc_spec(api_client))["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert policy["autoUpdateHypervisor"] is True, "the rollback resumed the pool the gate paused"
+    html = Path(rep["dir"], "report.html").read_text()
+    assert "health gate" in html and "FAILED" in html
+    assert lease_holder(api_client) is None
+    check_files(rep)
+    settle(api_client)
+
+
 def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client):
     """kube-apiserver stopped for 30 s while upgrade.yml follows the pool's rollout: the run
     succeeds with one write of the pool, its report says changed and records the outage as a

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plans, rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import gates, plans, rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gate_check import GatedBatches
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     InvalidInput,
     WaitTimeout,
@@ -45,6 +47,11 @@ def validate(params):
         raise InvalidInput("stall_timeout must be positive")
     if not 1 <= params["wait_until_progress"] <= 100:
         raise InvalidInput("wait_until_progress must be 1-100")
+    params["gates"] = gates.normalize(params.get("gates"))
+    if params["gates"] and (not params["wait"] or params["state"] != "present"
+                            or params["wait_until_progress"] != 100):
+        raise InvalidInput("gates judge every batch of a rollout this task waits for to the end: "
+                           "they need wait: true, state: present and wait_until_progress: 100")
     return deadline
 
 
@@ -70,6 +77,17 @@ def _plan(params, template, marker, change=None):
     rollout.refuse_frozen(changed, new, params.get("record_only") or [])
     # Every pause of ours ends here: resumed above, or its flag set by the task itself.
     return new, changed, []
+
+
+def _with_interval(template, interval):
+    """``template`` with batchInterval ``interval`` (seconds, a Go duration text, or None: unset)."""
+    new = copy.deepcopy(template)
+    policy = new.setdefault("nodeManagerConfig", {}).setdefault("nodePoolRollingUpdatePolicy", {})
+    if interval is None:
+        policy.pop("batchInterval", None)
+    else:
+        policy["batchInterval"] = interval if isinstance(interval, str) else "%ds" % interval
+    return new
 
 
 def _diff(entry_name, before, after):
@@ -115,13 +133,16 @@ class RolloutTask:
         policy = rollout.policy_of(new)
         pct = int(policy.get("batchPercentage") or 100)
         interval = rollout.go_duration_seconds(policy.get("batchInterval") or "1s")
-        schedule = self._schedule(observer, pct, policy.get("batchInterval") or "1s", interval) if changed else None
+        gate = params.get("gates") if "hypervisor" in waits else None
+        hold = gates.hold_seconds(interval, gate["bake_seconds"]) if gate else None
+        schedule = self._schedule(observer, pct, policy.get("batchInterval") or "1s", interval,
+                                  gate, hold) if changed else None
         result = {"changed": spec_changed, "cluster": editor.name, "pool": entry_name,
                   "gpupool": gpupool, "state": params["state"],
                   "changed_components": changed, "waited_for": waits,
                   "batches": rollout.batches(pct),
                   "estimated_seconds": schedule["seconds"] if schedule else 0,
-                  "schedule": schedule,
+                  "schedule": schedule, "gates": None,
                   "diff": _diff(entry_name, template, new),
                   "components": dict((c, {"before_hash": rollout.component_status(pool, c)[0]})
                                      for c in rollout.COMPONENTS)}
@@ -142,19 +163,32 @@ class RolloutTask:
         watcher = start_watch(self.kube, gpupool)  # before the write: no event is missed
         before = watcher.objects.get((None, gpupool)) or pool
         trackers = [rollout.CampaignTracker(c, before, changed=c in changed) for c in waits]
-        if spec_changed:
-            editor.update(pool_entry_transform(entry_name, lambda t: _plan(params, t, marker, self.template_change)[0]))
+        held = bool(gate) and hold > interval
+        # The hold is the gates' alone: afterwards the pool keeps the interval it asked for.
+        restore = (lambda t: _with_interval(t, rollout.policy_of(new).get("batchInterval"))) if held else None
+        gated = GatedBatches(self.kube, observer, gate, utcnow()) if gate else None
+        if spec_changed or held:
+            def change(template):
+                new_template = _plan(params, template, marker, self.template_change)[0]
+                return _with_interval(new_template, hold) if held else new_template
+            editor.update(pool_entry_transform(entry_name, change))
             if new_marker != marker:
                 editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
+            result["changed"] = True
         if not params["wait"] or not waits:
             return self._finish(result, observer.read_pool(), [], None)
         waiter = RolloutWait(observer, trackers, params.get("stall_timeout"),
                              params["wait_until_progress"])
+        result["gates"] = gated.verdicts if gated else None
         try:
+            if gated:
+                gated.run_to_last(waiter, watcher, pct, self.deadline)
             waiter.run(watcher, self.deadline)
+        except gates.GateFailed as exc:
+            self._gate_failed(exc, editor, entry_name, gated, waiter, restore)
         except WaitTimeout as exc:
             if params["on_deadline"] == "pause":
-                self._pause(editor, entry_name, waits)
+                self._pause(editor, entry_name, waits, restore)
                 exc.msg += ("; paused %s (autoUpdate false) at this point: run the same task "
                             "again to resume and finish" % ", ".join(waits))
                 exc.details["paused"] = waits
@@ -164,19 +198,41 @@ class RolloutTask:
             self._wait_pool_running(watcher, gpupool)
             if "hypervisor" in waits:
                 counts = self._wait_hypervisors(observer, self._hypervisor_image())
+        if gated:
+            try:
+                gated.bake_batch(waiter, self.deadline)
+            except gates.GateFailed as exc:
+                self._gate_failed(exc, editor, entry_name, gated, waiter, restore)
+            if restore:
+                editor.update(pool_entry_transform(entry_name, restore))
         return self._finish(result, waiter.pool, trackers, waiter, counts)
 
+    def _gate_failed(self, exc, editor, entry_name, gated, waiter, restore):
+        """A failed gate pauses the pool (the held interval kept the next batch back until now),
+        and in the same write gives it back its own interval: paused, it needs no hold."""
+        self._pause(editor, entry_name, ["hypervisor"], restore)
+        # Not "paused" (a window's pause, which the next run resumes): a gate's pause is for
+        # the runbook's rollback.
+        exc.details.update(gate_paused=["hypervisor"], gates=gated.verdicts, timeline=waiter.timeline)
+        raise exc
+
     @staticmethod
-    def _schedule(observer, pct, interval_text, interval):
+    def _schedule(observer, pct, interval_text, interval, gate=None, hold=None):
         """The batches this change would roll (the operator's batch rule on this pool's nodes) and
         how long they take, a batch's nodes as long to come back as the slowest hypervisor Pod took
-        to become Ready."""
+        to become Ready; with gates, each gap is the held interval and the last batch bakes too."""
         nodes = observer.gpunodes()
         node_ready = plans.node_seconds(ready_seconds(p) for p in observer.hypervisor_pods())
-        batches, seconds = plans.pool_schedule(len(nodes), pct, interval, node_ready)
+        batches, seconds = plans.pool_schedule(len(nodes), pct, interval, node_ready,
+                                               bake_seconds=hold or 0)
+        plain = plans.pool_schedule(len(nodes), pct, interval, node_ready)[1]
+        if gate and batches:
+            seconds = round(seconds + gate["bake_seconds"], 1)
         return {"nodes": len(nodes), "batch_percentage": pct, "batch_interval": interval_text,
                 "batch_seconds": round(node_ready, 1), "batch_count": len(batches),
-                "batch_sizes": [b["nodes"] for b in batches], "batches": batches, "seconds": seconds}
+                "batch_sizes": [b["nodes"] for b in batches], "batches": batches, "seconds": seconds,
+                "gate_bake_seconds": gate["bake_seconds"] if gate else 0,
+                "gate_seconds": round(seconds - plain, 1) if gate else 0}
 
     def _hypervisor_image(self):
         return ((self.params.get("components") or {}).get("hypervisor") or {}).get("image")
@@ -205,11 +261,13 @@ class RolloutTask:
                 waits.append(comp)
         return waits
 
-    def _pause(self, editor, entry_name, comps):
+    def _pause(self, editor, entry_name, comps, also=None):
         def pause(tfc):
             index = rollout.find_pool_index(tfc, entry_name)
             spec = tfc["spec"]["gpuPools"][index]
             spec["specTemplate"] = rollout.set_auto_update(spec["specTemplate"], comps, False)
+            if also:
+                spec["specTemplate"] = also(spec["specTemplate"])
             marker = paused_marker(tfc).get(entry_name, [])
             return with_paused_marker(tfc, entry_name, sorted(set(marker) | set(comps)))
         editor.update(pause)

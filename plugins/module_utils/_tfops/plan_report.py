@@ -110,6 +110,8 @@ def pools_plan(pool_results, pool_updates):
                  "batch_interval": schedule.get("batch_interval"), "batch_count": schedule.get("batch_count") or 0,
                  "batch_sizes": schedule.get("batch_sizes") or [], "batch_seconds": schedule.get("batch_seconds"),
                  "rollout_seconds": rollout,
+                 "gate_bake_seconds": schedule.get("gate_bake_seconds") or 0,
+                 "gate_seconds": (schedule.get("gate_seconds") or 0) if comps else 0,
                  "estimated_seconds": round(rollout + POOL_LEAD_SECONDS + POOL_TAIL_SECONDS, 1) if comps else 0.0,
                  "starts_at": round(offset, 1),
                  "batches": [dict(b, start=round(b["start"] + first_batch_at, 1), end=round(b["end"] + first_batch_at, 1))
@@ -118,6 +120,12 @@ def pools_plan(pool_results, pool_updates):
         offset += entry["estimated_seconds"]
         out.append(entry)
     return out
+
+
+def _gates_text(pool):
+    if not pool.get("gate_bake_seconds"):
+        return ""
+    return " (health gates: %ss of bake per batch, %ss of it)" % (pool["gate_bake_seconds"], pool["gate_seconds"])
 
 
 def rotation_plan(rotate):
@@ -197,10 +205,10 @@ def summary(record):
             chart["counts"]["changed"], chart["counts"]["removed"]))
     for pool in plan["pools"]:
         if pool["components"]:
-            parts.append("pool %s: %s on %s node(s) in %d batch(es)%s, about %ds" % (
+            parts.append("pool %s: %s on %s node(s) in %d batch(es)%s, about %ds%s" % (
                 pool["pool"], ", ".join(pool["components"]), pool["nodes"] if pool["nodes"] is not None else "?",
                 pool["batch_count"], " of %s" % "/".join(str(n) for n in pool["batch_sizes"]) if pool["batch_sizes"] else "",
-                pool["estimated_seconds"]))
+                pool["estimated_seconds"], _gates_text(pool)))
     if plan.get("rotation"):
         parts.append("rotate Secret %s (%d consumer(s))" % (plan["rotation"]["secret"], len(plan["rotation"]["consumers"])))
     if plan.get("rollback"):

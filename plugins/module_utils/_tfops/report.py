@@ -154,7 +154,8 @@ def pool_progress(pool_results):
         if not name:
             continue
         entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
-                                        "components": {}, "timeline": [], "nodes": {}, "paused": []})
+                                        "components": {}, "timeline": [], "nodes": {}, "paused": [],
+                                        "gates": []})
         for key in ("pool", "gpupool", "cluster"):
             entry[key] = entry[key] or r.get(key)
         entry["gpupool"] = entry["gpupool"] or name
@@ -167,14 +168,17 @@ def pool_progress(pool_results):
                     "after_hash", "progress", "synced") if k in item))
         entry["timeline"].extend(e for e in r.get("timeline") or [] if isinstance(e, dict))
         entry["nodes"] = r.get("nodes") or entry["nodes"]
-        entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []))
+        entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []) |
+                                 set(r.get("gate_paused") or []))
+        entry["gates"].extend(g for g in r.get("gates") or [] if isinstance(g, dict))
     out = []
     for entry in pools.values():
         events = sorted((e for e in entry["timeline"] if _time_of(e)), key=_time_of)
         start = _time_of(events[0]) if events else None
-        entry["timeline"] = [{"time": e["time"], "seconds": round((_time_of(e) - start).total_seconds(), 3),
-                              "component": e.get("component"), "progress": e.get("progress"),
-                              "synced": e.get("synced")} for e in events]
+        entry["timeline"] = [dict({"time": e["time"], "seconds": round((_time_of(e) - start).total_seconds(), 3),
+                                   "component": e.get("component"), "progress": e.get("progress"),
+                                   "synced": e.get("synced")}, **({"gate": e["gate"]} if e.get("gate") else {}))
+                             for e in events]
         out.append(entry)
     return out
 

@@ -49,10 +49,18 @@ def svg_timeline(pool):
     parts.append('<text x="%d" y="%d" font-size="11">0 s</text>' % (LEFT, HEIGHT - 14))
     parts.append('<text x="%d" y="%d" font-size="11" text-anchor="end">%s s</text>' % (
         WIDTH - RIGHT, HEIGHT - 14, round(span, 1)))
+    for e in events:
+        gate = e.get("gate")
+        if gate:  # a band over the bake: green when the batch passed, red when it stopped the pool
+            x0, x1 = scale_x(max(0.0, e["seconds"] - (gate.get("seconds") or 0))), scale_x(e["seconds"])
+            parts.append('<rect x="%s" y="%d" width="%s" height="%d" fill="%s" opacity="0.2"><title>%s'
+                         '</title></rect>' % (x0, TOP, max(1.0, round(x1 - x0, 1)), plot_h,
+                                              "#2ca02c" if gate.get("passed") else "#d62728",
+                                              escape(gate_text(gate))))
     comps = sorted(set(e.get("component") for e in events if e.get("component")))
     for i, comp in enumerate(comps):
         color = COLORS.get(comp, "#555")
-        mine = [e for e in events if e.get("component") == comp]
+        mine = [e for e in events if e.get("component") == comp and not e.get("gate")]
         pts = " ".join("%s,%s" % p for p in _points(mine, scale_x, scale_y))
         parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (color, pts))
         for e in mine:
@@ -69,6 +77,14 @@ def svg_timeline(pool):
             LEFT + 8, TOP + 12))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def gate_text(gate):
+    failures = "; ".join("%s%s: %s" % (f.get("check"), " on %s" % f["node"] if f.get("node") else "",
+                                       f.get("evidence")) for f in gate.get("failures") or [])
+    return "batch %s (%s): %s after %ss of bake%s" % (
+        gate.get("batch"), ", ".join(gate.get("nodes") or []), "healthy" if gate.get("passed") else "FAILED",
+        gate.get("seconds"), " - " + failures if failures else "")
 
 
 def _table(headers, rows):
@@ -132,6 +148,9 @@ def plan_rows(plan):
                 pool["pool"], ", ".join(pool["components"]), origin, pool["nodes"], pool["batch_count"],
                 "/".join(str(n) for n in pool["batch_sizes"]), pool["batch_percentage"], pool["batch_interval"],
                 pool["starts_at"], pool["estimated_seconds"])
+            if pool.get("gate_bake_seconds"):
+                text += ", health gates after each batch (%ss of bake, %ss of the estimate)" % (
+                    pool["gate_bake_seconds"], pool["gate_seconds"])
             rows.append(["pools", text])
         elif pool.get("recorded_only") or pool.get("msg"):
             rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
@@ -201,6 +220,11 @@ def render_html(record):
         out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
             [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
             for c, v in sorted(pool["components"].items())]))
+        if pool.get("gates"):
+            out.append(_table(["health gate", "nodes", "result", "bake seconds", "evidence"], [
+                [g.get("batch"), ", ".join(g.get("nodes") or []), "passed" if g.get("passed") else "failed",
+                 g.get("seconds"), "; ".join(f.get("evidence") or "" for f in g.get("failures") or [])]
+                for g in pool["gates"]]))
     if record.get("snapshot"):
         out.append("<h2>Snapshot</h2>" + _table(["key", "value"], sorted(record["snapshot"].items())))
     findings = [[stage, f["severity"], f["code"], f["message"]]
@@ -237,6 +261,7 @@ def render_markdown(record):
         comps = ", ".join("%s %s%%" % (c, v.get("progress")) for c, v in sorted(pool["components"].items()))
         lines += ["", "Pool %s: %s%s" % (pool["gpupool"], comps or "nothing rolled",
                                          " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "")]
+        lines += ["- health gate of %s" % gate_text(g) for g in pool.get("gates") or []]
     blocking = [f for stage in ("precheck", "verify") for f in record["findings"][stage]
                 if f["severity"] == "blocking"]
     lines += ["", "%d blocking finding(s)." % len(blocking), ""]

@@ -95,6 +95,10 @@ class ComponentConfigRestore:
                 plan = {"editor": editor, "pool": pool, "before": before, "after": after,
                         "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
                         "trackers": []}
+                if "hypervisor" in changed and "hypervisor" in paused_marker(current).get(pool, []):
+                    # Paused by this collection (a failed health gate, a window's end): the
+                    # restore's write resumes it, or the restored hypervisor would never roll.
+                    plan["resume"] = True
                 if not self.check_mode and self.wait and changed:
                     self._start_wait(plan, current)
                 self.plans.append(plan)
