@@ -3,10 +3,13 @@
     source tests/env.sh && python -m bench                 # everything, about an hour
     python -m bench --parts 1,3,5                          # only some parts
     python -m bench --parts 4 --big-lab /tmp/my-1k-lab     # reuse a lab (left running)
+    python -m bench --parts 6 --fleet-clusters 4           # the fleet (starts its own labs)
 
-Parts: 1 completion latency, 2 runbook overhead, 3 API load, 4 precheck at scale, 5 module start-up.
+Parts: 1 completion latency, 2 runbook overhead, 3 API load, 4 precheck at scale, 5 module start-up,
+6 the fleet (clusters per execution node).
 Parts 1, 2, 3 (100 nodes) and 5 run on a 100-GPU-node lab; parts 3 (1,000 nodes) and 4 on a
-1,000-GPU-node lab filled to 8,000 GPUs, 10,000 Pods and 2,000 workloads. A lab this command
+1,000-GPU-node lab filled to 8,000 GPUs, 10,000 Pods and 2,000 workloads; part 6 on N + 1 small
+labs of its own (N at once, one alone for comparison). A lab this command
 starts it also stops. Prints the tables and writes bench/results/bench.json (parts run earlier
 are kept, each with its date)."""
 import argparse
@@ -18,7 +21,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from bench import completion, precheck, runbook, scale_lab, startup
+from bench import completion, fleet, precheck, runbook, scale_lab, startup
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -64,7 +67,7 @@ def _stamp(report):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", default="1,2,3,4,5")
+    parser.add_argument("--parts", default="1,2,3,4,5,6")
     parser.add_argument("--lab", help="state folder of a running lab for parts 1, 2, 3 (small) and 5")
     parser.add_argument("--big-lab", help="state folder of a running lab for parts 3 (big) and 4")
     parser.add_argument("--nodes", type=int, default=100, help="GPU nodes of the small lab (0: no small lab)")
@@ -75,6 +78,8 @@ def main(argv=None):
     parser.add_argument("--compare-tree", help="collections root with another version of the collection (for "
                         "example `git archive` of an older commit under ansible_collections/tensorfusion/ops): "
                         "part 4 measures its tf_cluster_info in the same rounds")
+    parser.add_argument("--fleet-clusters", type=int, default=4, help="clusters of part 6's fleet")
+    parser.add_argument("--fleet-gpu-nodes", type=int, default=3, help="GPU nodes of each of part 6's labs")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     results, texts = {}, []
@@ -114,6 +119,8 @@ def main(argv=None):
                     part("5_startup", lambda: startup.run(state), startup.render)
                 if "2" in parts:
                     part("2_runbook", lambda: runbook.run(state, repetitions=max(1, args.reps - 1)), runbook.render)
+        if "6" in parts and args.fleet_clusters:
+            part("6_fleet", lambda: fleet.run(tmp, args.fleet_clusters, args.fleet_gpu_nodes), fleet.render)
     path = _save(results)
     print("\n\n".join(texts))
     print("\nJSON: %s" % path)

@@ -34,17 +34,23 @@ def _kubectl():
     return str(paths.kubectl_binary())
 
 
+def playbook_env(times_file, **extra):
+    """ansible-playbook's environment for a benchmark run: this tree's collection, the timing
+    callback writing to ``times_file``, this Python as the modules' interpreter."""
+    from lab import paths
+    return dict(os.environ, ANSIBLE_CALLBACKS_ENABLED="tfops_bench_times",
+                ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).resolve().parent / "callback_plugins"),
+                TFOPS_BENCH_TIMES_FILE=times_file, ANSIBLE_NOCOLOR="1",
+                ANSIBLE_COLLECTIONS_PATH=str(paths.collections_link(REPO)),
+                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+                ANSIBLE_PYTHON_INTERPRETER=sys.executable, **extra)
+
+
 def playbook(name, extra, env_extra=None):
     """Run a bench playbook; (epoch at exit, the callback's task list, process)."""
-    from lab import paths
     with tempfile.NamedTemporaryFile(prefix="tfops-bench-times-", suffix=".json", delete=False) as handle:
         times_file = handle.name
-    env = dict(os.environ, ANSIBLE_CALLBACKS_ENABLED="tfops_bench_times",
-               ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).resolve().parent / "callback_plugins"),
-               TFOPS_BENCH_TIMES_FILE=times_file, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(paths.collections_link(REPO)),
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, **(env_extra or {}))
+    env = playbook_env(times_file, **(env_extra or {}))
     cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(PLAYBOOKS / name) if "/" not in name else name,
            "-e", json.dumps(extra)]
     try:

@@ -13,8 +13,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def run_measured(cmd, env=None, cwd=None):
-    """Like run_child, with the child's own peak RSS (wait4 on its pid)."""
+def run_accounted(cmd, env=None, cwd=None):
+    """Run ``cmd`` to its end: wall seconds, the OS's CPU accounting of the child and every
+    descendant it waited for (``os.wait4``: user and system seconds), its peak RSS, exit code,
+    output."""
     started = time.monotonic()
     with open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(cmd, stdin=devnull, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -26,9 +28,16 @@ def run_measured(cmd, env=None, cwd=None):
         t_err.join()
         _pid, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.monotonic() - started
-    return (elapsed, usage.ru_maxrss / 1024.0, proc.returncode,
-            b"".join(chunks_out).decode(errors="replace"), b"".join(chunks_err).decode(errors="replace"))
+    return {"seconds": time.monotonic() - started, "cpu_user": usage.ru_utime, "cpu_system": usage.ru_stime,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024.0,
+            "rc": proc.returncode, "stdout": b"".join(chunks_out).decode(errors="replace"),
+            "stderr": b"".join(chunks_err).decode(errors="replace")}
+
+
+def run_measured(cmd, env=None, cwd=None):
+    """Wall time and the peak RSS of the child alone (``run_accounted``), exit code, output."""
+    r = run_accounted(cmd, env=env, cwd=cwd)
+    return r["seconds"], r["peak_rss_mib"], r["rc"], r["stdout"], r["stderr"]
 
 
 def median(values):

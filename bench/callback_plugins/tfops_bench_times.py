@@ -13,7 +13,8 @@ type: aggregate
 short_description: Task start and end times and results for the benchmarks
 description:
   - Benchmark-only. Writes a list of tasks (name, role, start, end, status, result) to the file
-    named by E(TFOPS_BENCH_TIMES_FILE).
+    named by E(TFOPS_BENCH_TIMES_FILE), and per host the start and end of each task on it (for a
+    fleet run on several hosts at once).
 requirements:
   - E(TFOPS_BENCH_TIMES_FILE) set to a writable path
 """
@@ -34,6 +35,7 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         self.tasks = []
+        self.on_hosts = {}  # (host, task uuid) -> {host, task, start, end, status}
         self.started = time.time()
 
     def _start(self, task):
@@ -48,8 +50,15 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_handler_task_start(self, task):
         self._start(task)
 
+    def v2_runner_on_start(self, host, task):
+        self.on_hosts[(host.get_name(), task._uuid)] = {
+            "host": host.get_name(), "task": task.get_name(), "start": time.time(), "end": None, "status": None}
+
     def _end(self, result, status):
         now = time.time()
+        entry = self.on_hosts.get((result._host.get_name(), result._task._uuid))
+        if entry is not None:
+            entry.update(end=now, status=status)
         if self.tasks:
             entry = self.tasks[-1]
             entry.update(end=now, status=status, result=result._result)
@@ -63,9 +72,13 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_skipped(self, result):
         self._end(result, "skipped")
 
+    def v2_runner_on_unreachable(self, result):
+        self._end(result, "unreachable")
+
     def v2_playbook_on_stats(self, stats):
         path = os.environ.get("TFOPS_BENCH_TIMES_FILE")
         if path:
             with open(path, "w") as handle:
                 json.dump({"playbook_start": self.started, "playbook_end": time.time(),
-                           "tasks": self.tasks}, handle, default=str)
+                           "tasks": self.tasks, "on_hosts": list(self.on_hosts.values())},
+                          handle, default=str)

@@ -85,3 +85,35 @@ def test_from_by_verb_round_trips():
     assert apimetrics.contender_requests(again, apimetrics.ROLLOUT) == apimetrics.contender_requests(
         counts, apimetrics.ROLLOUT)
     assert again[("PATCH", "", "tensorfusionclusters", "status")] == 9
+
+
+def test_fleet_interpreter_wrapper_records_its_childs_cpu_and_exit_code(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from bench import fleet
+    log = tmp_path / "modules.jsonl"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(fleet.WRAPPER.format(python=sys.executable, log=str(log)))
+    wrapper.chmod(0o700)
+    script = tmp_path / "AnsiballZ_x.py"
+    script.write_text("import sys\nsum(range(2000000))\nprint('out')\nsys.exit(3)\n")
+    done = subprocess.run([str(wrapper), str(script)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (3, "out\n")
+    entry, = [json.loads(line) for line in log.read_text().splitlines()]
+    assert entry["module"] == "AnsiballZ_x.py" and entry["cpu"] > 0
+
+
+def test_fleet_reports_reads_each_hosts_statuses_written_since(tmp_path):
+    import json
+    import os
+    from bench import fleet
+    for name, status, mtime in (("upgrade-cluster-1-20261203T010000Z", "succeeded", 100),
+                                ("upgrade-cluster-1-20261203T020000Z", "rolled_back", 300),
+                                ("upgrade-cluster-2-20261203T020000Z", "failed", 300)):
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "report.json"
+        path.write_text(json.dumps({"status": status}))
+        os.utime(path, (mtime, mtime))
+    assert fleet._reports(tmp_path, "cluster-1", since=200) == ["rolled_back"]
+    assert fleet._reports(tmp_path, "cluster-3", since=0) == []

@@ -1,0 +1,181 @@
+"""Part 6, the fleet: ``playbooks/fleet_upgrade.yml`` against several small labs at once, one
+inventory host per lab, ``forks`` = the number of clusters, against one cluster alone.
+
+Runs, in order (each on labs that have not seen its change, so every change run does the same work):
+  single  one lab alone (a fleet of one): the change (chart 1.8.6 -> 1.8.7 and a new hypervisor
+          image), then the same again (a run that changes nothing);
+  fleet   the other N labs at once (``tfops_fleet_serial: [N]``, forks N): the same change, then
+          the run that changes nothing;
+  failure the N labs with the default waves (canary, then 50 %) and a newer image that never
+          becomes Ready on the first cluster of the second wave: that cluster must be rolled back
+          and the later wave never started.
+
+Measured per run: the wall time of the whole run; each cluster's wall time (its first task's
+start to its last task's end, from the timing callback); the CPU-seconds of the controller, from
+the OS's accounting (``os.wait4`` of ansible-playbook: it and every process it started and waited
+for - workers, module processes, helm); the module processes' own CPU-seconds per cluster (each
+host's modules run under an interpreter wrapper that records its child's ``wait4``); peak RSS."""
+import json
+import stat
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.completion import HV, Lab, playbook_env
+from bench.proc import REPO, median, run_accounted, table
+
+FLEET = REPO / "playbooks" / "fleet_upgrade.yml"
+NEW_CHART = "1.8.7"
+
+# The interpreter of one host's modules: runs the real one as a child and appends that child's
+# CPU accounting to a file (a module's cost, without ansible-playbook's own per-task work).
+WRAPPER = """#!{python}
+import json, os, sys
+pid = os.posix_spawn({python!r}, [{python!r}] + sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open({log!r}, "a") as handle:
+    handle.write(json.dumps({{"module": os.path.basename(sys.argv[1]) if len(sys.argv) > 1 else "-",
+                              "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024.0}}) + "\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def up(tmp, count, gpu_nodes):
+    from lab import cluster
+    labs = []
+    try:
+        for i in range(count):
+            state = cluster.up(Path(tmp) / ("fleet-%d" % i), nodes=gpu_nodes, cpu_nodes=1, tensorfusion=True)
+            Lab(state).set_gap_floor(1)
+            labs.append(state)
+    except Exception:
+        down(labs)
+        raise
+    return labs
+
+
+def down(labs):
+    from lab import cluster
+    for state in labs:
+        cluster.down(Path(state["state_dir"]))
+
+
+class Fleet:
+    """Inventories, wrappers and runs for a set of labs."""
+
+    def __init__(self, tmp, labs):
+        from lab import paths
+        self.tmp, self.labs, self.python = Path(tmp), labs, sys.executable
+        self.helm = str(paths.helm_binary("3"))
+
+    def _wrapper(self, host, run):
+        log = self.tmp / ("modules-%s-%s.jsonl" % (run, host))
+        path = self.tmp / ("python-%s-%s" % (run, host))
+        path.write_text(WRAPPER.format(python=self.python, log=str(log)))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        return path, log
+
+    def run(self, name, labs, change, serial=None):
+        hosts, logs = {}, {}
+        for state in labs:
+            host = "cluster-%d" % self.labs.index(state)
+            wrapper, logs[host] = self._wrapper(host, name)
+            hosts[host] = {"tfops_kubeconfig": state["kubeconfig"],
+                           "tfops_chart_repo": state["tensorfusion"]["chart_repo"],
+                           "ansible_python_interpreter": str(wrapper)}
+        inventory = self.tmp / ("inventory-%s.json" % name)
+        inventory.write_text(json.dumps({"clusters": {"hosts": hosts}}))
+        extra = dict(change, tfops_fleet_hosts="clusters", tfops_helm_binary=self.helm,
+                     tfops_helm_disable_openapi_validation=True, tfops_batch_percentage=50,
+                     tfops_batch_interval="1s", tfops_stall_timeout=30,
+                     tfops_artifacts_dir=str(self.tmp / "artifacts"), tfops_snapshot_dir=str(self.tmp / "snapshots"))
+        if serial:
+            extra["tfops_fleet_serial"] = serial
+        times_file = self.tmp / ("times-%s.json" % name)
+        env = playbook_env(str(times_file))
+        started = time.time()
+        res = run_accounted(["ansible-playbook", "-i", str(inventory), "-f", str(len(labs)), str(FLEET),
+                             "-e", json.dumps(extra)], env=env)
+        times = json.loads(times_file.read_text()) if times_file.exists() else {"on_hosts": []}
+        clusters = {}
+        for host in hosts:
+            mine = [t for t in times.get("on_hosts", []) if t["host"] == host]
+            ended = [t["end"] for t in mine if t["end"]]
+            modules = [json.loads(line) for line in logs[host].read_text().splitlines()] if logs[host].exists() else []
+            clusters[host] = {
+                "seconds": (max(ended) - min(t["start"] for t in mine)) if ended else None,
+                "tasks": len(mine), "module_runs": len(modules),
+                "module_cpu_seconds": sum(m["cpu"] for m in modules),
+                "reports": _reports(self.tmp / "artifacts", host, started)}
+        return {"name": name, "clusters": clusters, "seconds": res["seconds"], "rc": res["rc"],
+                "cpu_seconds": res["cpu_seconds"], "cpu_user": res["cpu_user"], "cpu_system": res["cpu_system"],
+                "cpu_seconds_per_cluster": res["cpu_seconds"] / len(labs), "peak_rss_mib": res["peak_rss_mib"],
+                "started": started, "tail": res["stdout"][-2000:] if res["rc"] else ""}
+
+
+def _reports(artifacts, host, since):
+    """Status of each report this host wrote after ``since`` (the report folder's report.json)."""
+    out = []
+    for folder in sorted(Path(artifacts).glob("*-%s-*" % host)):
+        path = folder / "report.json"
+        if path.exists() and path.stat().st_mtime >= since:
+            out.append(json.loads(path.read_text()).get("status"))
+    return out
+
+
+def run(tmp_root=None, clusters=4, gpu_nodes=3):
+    with tempfile.TemporaryDirectory(prefix="tfops-bench-fleet-", dir=tmp_root) as tmp:
+        labs = up(tmp, clusters + 1, gpu_nodes)
+        try:
+            fleet = Fleet(tmp, labs)
+            single, many = labs[:1], labs[1:]
+            stamp = int(time.time())
+            change = {"tfops_chart_version": NEW_CHART, "tfops_hypervisor_image": "%s:fleet-%d" % (HV, stamp)}
+            runs = [fleet.run("single-change", single, change), fleet.run("single-noop", single, change),
+                    fleet.run("fleet-change", many, change, serial=[len(many)]),
+                    fleet.run("fleet-noop", many, change, serial=[len(many)])]
+            # The failure: a newer image, never Ready on the first cluster of the second wave.
+            broken = "%s:fleet-broken-%d" % (HV, stamp)
+            victim = many[1]
+            _never_ready(victim, broken)
+            runs.append(fleet.run("fleet-failure", many, dict(change, tfops_hypervisor_image=broken)))
+        finally:
+            down(labs)
+    by = {r["name"]: r for r in runs}
+    single_change = by["single-change"]["seconds"]
+    return {"clusters": clusters, "gpu_nodes": gpu_nodes, "runs": runs,
+            "fleet_over_single": by["fleet-change"]["seconds"] / single_change if single_change else None,
+            "goal_fleet_over_single": 1.5, "goal_noop_seconds": 8, "goal_noop_cpu_seconds": 6,
+            "victim": "cluster-%d" % labs.index(victim)}
+
+
+def _never_ready(state, image):
+    from kubernetes import client
+    from lab import tensorfusion as tf
+    api = tf._clients(state)
+    try:
+        body = {"metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": image.split(":")[-1]}}
+        client.CoreV1Api(api).create_namespaced_config_map("kube-system", body)
+    finally:
+        api.close()
+
+
+def render(report):
+    rows = []
+    for r in report["runs"]:
+        walls = [c["seconds"] for c in r["clusters"].values()]
+        rows.append([r["name"], len(r["clusters"]), r["seconds"], median(walls), r["cpu_seconds"],
+                     r["cpu_seconds_per_cluster"], median(c["module_cpu_seconds"] for c in r["clusters"].values()),
+                     median(c["module_runs"] for c in r["clusters"].values()), r["peak_rss_mib"], r["rc"]])
+    text = table("6. the fleet: fleet_upgrade.yml, %d clusters of %d GPU nodes (goals: fleet <= 1.5 x one alone; "
+                 "no-op <= 8 s, <= 6 CPU-s)" % (report["clusters"], report["gpu_nodes"]),
+                 ["run", "clusters", "wall s", "cluster wall s (median)", "CPU s", "CPU s / cluster",
+                  "module CPU s / cluster", "module runs / cluster", "peak RSS MiB", "rc"], rows)
+    text += "\nfleet / one alone (change): %s" % (
+        "%.2f" % report["fleet_over_single"] if report["fleet_over_single"] else "-")
+    failure = report["runs"][-1]
+    text += "\nfailure run (victim %s): %s" % (report["victim"], ", ".join(
+        "%s %s" % (h, "/".join(str(s) for s in c["reports"]) or "not started")
+        for h, c in sorted(failure["clusters"].items())))
+    return text
