@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from bench.completion import HV, Lab, playbook_env
+from bench import scale_lab
 from bench.proc import REPO, median, run_accounted, table
 
 FLEET = REPO / "playbooks" / "fleet_upgrade.yml"
@@ -42,11 +43,10 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 
 def up(tmp, count, gpu_nodes):
-    from lab import cluster
     labs = []
     try:
         for i in range(count):
-            state = cluster.up(Path(tmp) / ("fleet-%d" % i), nodes=gpu_nodes, cpu_nodes=1, tensorfusion=True)
+            state = scale_lab.up(Path(tmp) / ("fleet-%d" % i), gpu_nodes)
             Lab(state).set_gap_floor(1)
             labs.append(state)
     except Exception:
@@ -56,9 +56,8 @@ def up(tmp, count, gpu_nodes):
 
 
 def down(labs):
-    from lab import cluster
     for state in labs:
-        cluster.down(Path(state["state_dir"]))
+        scale_lab.down(state["state_dir"])
 
 
 class Fleet:
@@ -153,9 +152,10 @@ def run(tmp_root=None, clusters=4, gpu_nodes=3):
 def _never_ready(state, image):
     from kubernetes import client
     from lab import tensorfusion as tf
+    from lab.kubelet import KNOBS_NAME
     api = tf._clients(state)
     try:
-        body = {"metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": image.split(":")[-1]}}
+        body = {"metadata": {"name": KNOBS_NAME}, "data": {"neverReadyImages": image.split(":")[-1]}}
         client.CoreV1Api(api).create_namespaced_config_map("kube-system", body)
     finally:
         api.close()
