@@ -82,7 +82,7 @@ class Fleet:
             wrapper, logs[host] = self._wrapper(host, name)
             hosts[host] = {"tfops_kubeconfig": state["kubeconfig"],
                            "tfops_chart_repo": state["tensorfusion"]["chart_repo"],
-                           "ansible_python_interpreter": str(wrapper)}
+                           "tfops_python_interpreter": str(wrapper)}
         inventory = self.tmp / ("inventory-%s.json" % name)
         inventory.write_text(json.dumps({"clusters": {"hosts": hosts}}))
         extra = dict(change, tfops_fleet_hosts="clusters", tfops_helm_binary=self.helm,
@@ -106,11 +106,41 @@ class Fleet:
                 "seconds": (max(ended) - min(t["start"] for t in mine)) if ended else None,
                 "tasks": len(mine), "module_runs": len(modules),
                 "module_cpu_seconds": sum(m["cpu"] for m in modules),
+                "profile": profile(mine, modules),
                 "reports": _reports(self.tmp / "artifacts", host, started)}
         return {"name": name, "clusters": clusters, "seconds": res["seconds"], "rc": res["rc"],
                 "cpu_seconds": res["cpu_seconds"], "cpu_user": res["cpu_user"], "cpu_system": res["cpu_system"],
                 "cpu_seconds_per_cluster": res["cpu_seconds"] / len(labs), "peak_rss_mib": res["peak_rss_mib"],
                 "started": started, "tail": res["stdout"][-2000:] if res["rc"] else ""}
+
+
+def profile(tasks, modules):
+    """Where one cluster's run goes: per action its tasks and their wall seconds (each task's start
+    to its end on this host), and per module its runs and the CPU-seconds of its processes."""
+    by_action, by_module = {}, {}
+    for t in tasks:
+        entry = by_action.setdefault(t.get("action") or "?", {"tasks": 0, "seconds": 0.0})
+        entry["tasks"] += 1
+        entry["seconds"] += (t["end"] - t["start"]) if t.get("end") else 0.0
+    for m in modules:
+        name = m["module"]
+        name = name[len("AnsiballZ_"):] if name.startswith("AnsiballZ_") else name
+        name = name[:-3] if name.endswith(".py") else name
+        entry = by_module.setdefault(name, {"runs": 0, "cpu_seconds": 0.0})
+        entry["runs"] += 1
+        entry["cpu_seconds"] += m["cpu"]
+    return {"actions": by_action, "modules": by_module}
+
+
+def render_profile(run):
+    """The profile of one cluster of a run, as two tables (slowest first)."""
+    prof = next(iter(run["clusters"].values()))["profile"]
+    actions = sorted(prof["actions"].items(), key=lambda kv: -kv[1]["seconds"])
+    modules = sorted(prof["modules"].items(), key=lambda kv: -kv[1]["cpu_seconds"])
+    text = table("profile of %s: tasks by action" % run["name"], ["action", "tasks", "wall s"],
+                 [[a, v["tasks"], v["seconds"]] for a, v in actions])
+    return text + "\n" + table("profile of %s: module processes" % run["name"], ["module", "runs", "CPU s"],
+                                [[m, v["runs"], v["cpu_seconds"]] for m, v in modules])
 
 
 def _reports(artifacts, host, since):
@@ -174,6 +204,7 @@ def render(report):
                   "module CPU s / cluster", "module runs / cluster", "peak RSS MiB", "rc"], rows)
     text += "\nfleet / one alone (change): %s" % (
         "%.2f" % report["fleet_over_single"] if report["fleet_over_single"] else "-")
+    text += "\n" + render_profile(next(r for r in report["runs"] if r["name"] == "single-noop"))
     failure = report["runs"][-1]
     text += "\nfailure run (victim %s): %s" % (report["victim"], ", ".join(
         "%s %s" % (h, "/".join(str(s) for s in c["reports"]) or "not started")

@@ -52,7 +52,8 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_start(self, host, task):
         self.on_hosts[(host.get_name(), task._uuid)] = {
-            "host": host.get_name(), "task": task.get_name(), "start": time.time(), "end": None, "status": None}
+            "host": host.get_name(), "task": task.get_name(), "action": task.action, "start": time.time(),
+            "end": None, "status": None}
 
     def _end(self, result, status):
         now = time.time()

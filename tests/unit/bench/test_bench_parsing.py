@@ -117,3 +117,20 @@ def test_fleet_reports_reads_each_hosts_statuses_written_since(tmp_path):
         os.utime(path, (mtime, mtime))
     assert fleet._reports(tmp_path, "cluster-1", since=200) == ["rolled_back"]
     assert fleet._reports(tmp_path, "cluster-3", since=0) == []
+
+
+def test_fleet_profile_sums_tasks_by_action_and_module_cpu_by_module():
+    from bench import fleet
+    tasks = [{"action": "set_fact", "start": 10.0, "end": 10.5}, {"action": "set_fact", "start": 11.0, "end": 11.25},
+             {"action": "tensorfusion.ops.run_report", "start": 12.0, "end": 14.0},
+             {"action": "tensorfusion.ops.run_report", "start": 15.0, "end": None}]
+    modules = [{"module": "AnsiballZ_run_report.py", "cpu": 0.75}, {"module": "AnsiballZ_run_report.py", "cpu": 0.5},
+               {"module": "AnsiballZ_maintenance_lock.py", "cpu": 1.0}]
+    prof = fleet.profile(tasks, modules)
+    assert prof["actions"] == {"set_fact": {"tasks": 2, "seconds": 0.75},
+                               "tensorfusion.ops.run_report": {"tasks": 2, "seconds": 2.0}}
+    assert prof["modules"] == {"run_report": {"runs": 2, "cpu_seconds": 1.25},
+                               "maintenance_lock": {"runs": 1, "cpu_seconds": 1.0}}
+    text = fleet.render_profile({"name": "single-noop", "clusters": {"cluster-0": {"profile": prof}}})
+    assert text.index("tensorfusion.ops.run_report") < text.index("set_fact")
+    assert text.index("run_report ") < text.index("maintenance_lock")
