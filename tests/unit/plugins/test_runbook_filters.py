@@ -2,13 +2,26 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.tensorfusion.ops.plugins.filter.runbook import pool_updates, survey_list
+import datetime
+
+from ansible_collections.tensorfusion.ops.plugins.filter.runbook import mark_step, pool_updates, survey_list
 
 
 @pytest.mark.parametrize("value,expected", [
     (None, []), ([], []), (["a", "", None, "b"], ["a", "b"]), ("a, b\nc,", ["a", "b", "c"]), ("", [])])
 def test_survey_list(value, expected):
     assert survey_list(value) == expected
+
+
+def test_mark_step_appends_the_step_begun_now_in_utc_and_leaves_the_marks_as_they_were():
+    before = datetime.datetime.now(datetime.timezone.utc)
+    marks = [{"step": "lock", "at": "2026-12-03T02:00:00.000000Z"}]
+    out = mark_step(marks, "window")
+    assert marks == [{"step": "lock", "at": "2026-12-03T02:00:00.000000Z"}] and out[:1] == marks
+    assert out[1]["step"] == "window"
+    at = datetime.datetime.strptime(out[1]["at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    assert before <= at <= datetime.datetime.now(datetime.timezone.utc)
+    assert mark_step(None, "preflight")[0]["step"] == "preflight"
 
 
 def _without_origin(items):
