@@ -32,11 +32,13 @@ NEW_CHART = "1.8.7"
 # The interpreter of one host's modules: runs the real one as a child and appends that child's
 # CPU accounting to a file (a module's cost, without ansible-playbook's own per-task work).
 WRAPPER = """#!{python}
-import json, os, sys
+import json, os, sys, time
+started = time.time()
 pid = os.posix_spawn({python!r}, [{python!r}] + sys.argv[1:], os.environ)
 _, status, usage = os.wait4(pid, 0)
 with open({log!r}, "a") as handle:
     handle.write(json.dumps({{"module": os.path.basename(sys.argv[1]) if len(sys.argv) > 1 else "-",
+                              "start": started, "end": time.time(),
                               "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024.0}}) + "\\n")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
@@ -123,13 +125,22 @@ def profile(tasks, modules):
         entry["tasks"] += 1
         entry["seconds"] += (t["end"] - t["start"]) if t.get("end") else 0.0
     for m in modules:
-        name = m["module"]
-        name = name[len("AnsiballZ_"):] if name.startswith("AnsiballZ_") else name
-        name = name[:-3] if name.endswith(".py") else name
+        name = _module_of(m, tasks)
         entry = by_module.setdefault(name, {"runs": 0, "cpu_seconds": 0.0})
         entry["runs"] += 1
         entry["cpu_seconds"] += m["cpu"]
     return {"actions": by_action, "modules": by_module}
+
+
+def _module_of(record, tasks):
+    """A module process's name: the action of the task it ran in (with pipelining the module
+    comes on standard input and its command line has no file name), else that file's name."""
+    for t in tasks:
+        if t.get("end") and "start" in record and t["start"] <= record["start"] <= t["end"]:
+            return (t.get("action") or "?").split(".")[-1]
+    name = record["module"]
+    name = name[len("AnsiballZ_"):] if name.startswith("AnsiballZ_") else name
+    return name[:-3] if name.endswith(".py") else name
 
 
 def render_profile(run):

@@ -101,7 +101,7 @@ def test_fleet_interpreter_wrapper_records_its_childs_cpu_and_exit_code(tmp_path
     done = subprocess.run([str(wrapper), str(script)], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout) == (3, "out\n")
     entry, = [json.loads(line) for line in log.read_text().splitlines()]
-    assert entry["module"] == "AnsiballZ_x.py" and entry["cpu"] > 0
+    assert entry["module"] == "AnsiballZ_x.py" and entry["cpu"] > 0 and entry["start"] <= entry["end"]
 
 
 def test_fleet_reports_reads_each_hosts_statuses_written_since(tmp_path):
@@ -124,12 +124,15 @@ def test_fleet_profile_sums_tasks_by_action_and_module_cpu_by_module():
     tasks = [{"action": "set_fact", "start": 10.0, "end": 10.5}, {"action": "set_fact", "start": 11.0, "end": 11.25},
              {"action": "tensorfusion.ops.run_report", "start": 12.0, "end": 14.0},
              {"action": "tensorfusion.ops.run_report", "start": 15.0, "end": None}]
-    modules = [{"module": "AnsiballZ_run_report.py", "cpu": 0.75}, {"module": "AnsiballZ_run_report.py", "cpu": 0.5},
+    # Two piped modules (no file name: the task they ran in names them), one by its file's name.
+    modules = [{"module": "-", "start": 12.5, "end": 13.0, "cpu": 0.75},
+               {"module": "AnsiballZ_run_report.py", "cpu": 0.5},
+               {"module": "-", "start": 30.0, "end": 31.0, "cpu": 0.25},
                {"module": "AnsiballZ_maintenance_lock.py", "cpu": 1.0}]
     prof = fleet.profile(tasks, modules)
     assert prof["actions"] == {"set_fact": {"tasks": 2, "seconds": 0.75},
                                "tensorfusion.ops.run_report": {"tasks": 2, "seconds": 2.0}}
-    assert prof["modules"] == {"run_report": {"runs": 2, "cpu_seconds": 1.25},
+    assert prof["modules"] == {"run_report": {"runs": 2, "cpu_seconds": 1.25}, "-": {"runs": 1, "cpu_seconds": 0.25},
                                "maintenance_lock": {"runs": 1, "cpu_seconds": 1.0}}
     text = fleet.render_profile({"name": "single-noop", "clusters": {"cluster-0": {"profile": prof}}})
     assert text.index("tensorfusion.ops.run_report") < text.index("set_fact")
