@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.locks import micro_time
 
 COMPONENTS = ("hypervisor", "worker", "client")
 
@@ -26,8 +27,7 @@ def survey_list(value):
 def mark_step(marks, step):
     """The run's step marks with ``step`` begun now (UTC, microseconds): one set_fact per step
     instead of an included file (an include is a task of its own, and a runbook has a dozen)."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return list(marks or []) + [{"step": step, "at": now}]
+    return list(marks or []) + [{"step": step, "at": micro_time(datetime.datetime.now(datetime.timezone.utc))}]
 
 
 def _merge(base, over):
