@@ -263,7 +263,7 @@ import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plans, report, report_render, report_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, TfopsError
 
 NOT_STORED = "the report was not stored in the cluster (%s)%s"
@@ -340,7 +340,7 @@ def main():
             raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
         if params["plan_max_age"] < 1:
             raise InvalidInput("plan_max_age must be a positive number of seconds, not %d" % params["plan_max_age"])
-        record = report.build_record(params, utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        record = report.build_record(params, micro_time(utcnow()))
         if cluster:
             report_store.report_labels(record["playbook"])  # a playbook that cannot label it: refused now
     except (TfopsError, ValueError) as exc:

@@ -33,6 +33,12 @@ def utcnow():
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+def micro_time(instant):
+    """Kubernetes MicroTime text: RFC 3339 in UTC with six fractional digits (also the form of
+    every time the collection writes into a result, report or snapshot)."""
+    return instant.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 class Deadline:
     """The earlier of ``now + timeout`` and ``end`` (an absolute time); None for either means unset."""
 

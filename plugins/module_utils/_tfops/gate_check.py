@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import gates, rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import list_pages
@@ -86,7 +86,7 @@ class BatchGate:
         return {"batch": batch, "nodes": list(nodes), "passed": not state["failures"],
                 "failures": state["failures"], "bake_seconds": self.spec["bake_seconds"],
                 "seconds": round(time.monotonic() - t0, 3),
-                "started": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+                "started": micro_time(started)}
 
     def external_failures(self):
         """The HTTP and Prometheus checks, once at the end of a bake."""

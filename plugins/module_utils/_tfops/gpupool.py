@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import optimistic, rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
     ApiError,
     InvalidInput,
@@ -258,7 +258,7 @@ class RolloutWait:
                 self._seen[tracker.comp] = key
                 self.last_move = time.monotonic()
                 if tracker.campaign is not None:
-                    self.timeline.append({"time": utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    self.timeline.append({"time": micro_time(utcnow()),
                                           "seconds": round(time.monotonic() - self.started, 3),
                                           "component": tracker.comp, "campaign": tracker.campaign,
                                           "progress": tracker.progress or 0, "synced": done})

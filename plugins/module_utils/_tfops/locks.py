@@ -22,6 +22,7 @@ import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import (
+    micro_time,
     parse_time,
     utcnow,
 )
@@ -120,11 +121,6 @@ def clock_offset(date_header, sent, received):
 
 
 # --- reading a Lease -------------------------------------------------------------------------
-
-def micro_time(instant):
-    """Kubernetes MicroTime text: RFC 3339 in UTC with six fractional digits."""
-    return instant.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 def _time(value):
     return parse_time(value) if value else None

@@ -11,7 +11,7 @@ import secrets as random_source
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, signing, snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.release import (
     recorded_flags,
@@ -113,7 +113,7 @@ def capture(kube, helm, params, on_secret, get_key):
         on_secret(redact.secret_leaves(tfc.get("spec") or {}))
     objects = redact.parse_manifest(info["manifest"]) + clusters
     secrets = _secrets(kube, snapshots.secret_references(objects, namespace), key)
-    captured_at = utcnow().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    captured_at = micro_time(utcnow())
     meta = {"format": snapshots.FORMAT, "release": name, "namespace": namespace,
             "revision": info["revision"], "status": info["status"], "chart": info["chart"],
             "chart_version": info["chart_version"], "app_version": info["app_version"],

@@ -4,7 +4,7 @@ import datetime
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
 
 NOW = parse_time("2026-11-30T02:00:00Z")
@@ -16,8 +16,8 @@ def lease(holder, renewed_ago=10, duration=60, acquired_ago=100, transitions=2, 
     spec = {"leaseTransitions": transitions}
     if holder:
         spec.update(holderIdentity=holder, leaseDurationSeconds=duration,
-                    acquireTime=locks.micro_time(NOW - datetime.timedelta(seconds=acquired_ago)),
-                    renewTime=locks.micro_time(NOW - datetime.timedelta(seconds=renewed_ago)))
+                    acquireTime=micro_time(NOW - datetime.timedelta(seconds=acquired_ago)),
+                    renewTime=micro_time(NOW - datetime.timedelta(seconds=renewed_ago)))
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": "lock", "namespace": "tf", "resourceVersion": "77",
                          "annotations": dict(("tensorfusion.ops/" + k, v) for k, v in annotations.items()),
@@ -45,7 +45,7 @@ def test_job_id_from_awx_variables_in_order():
 
 
 def test_micro_time_is_kubernetes_micro_time():
-    assert locks.micro_time(parse_time("2026-11-30T03:04:05.5+01:00")) == "2026-11-30T02:04:05.500000Z"
+    assert micro_time(parse_time("2026-11-30T03:04:05.5+01:00")) == "2026-11-30T02:04:05.500000Z"
 
 
 def test_view_of_a_held_lease():

@@ -103,3 +103,16 @@ def test_chart_changes_of_components_the_pool_does_not_roll_are_recorded_only():
     # What the user sets for that component rolls as usual.
     [item] = pool_updates([], all_pools=["tensor-fusion-shared"], worker_image="wk:user", chart_changes=chart)
     assert "record_only" not in item and item["rolling_update"]["auto_update_worker"] is True
+
+
+def test_the_filters_load_without_the_kubernetes_client():
+    # ansible-playbook loads a filter plugin afresh in every task's worker process: a filter that
+    # imported the kubernetes client would cost each task that uses it about half a CPU-second.
+    import os
+    import subprocess
+    import sys
+    probe = ("import sys; import ansible_collections.tensorfusion.ops.plugins.filter.runbook; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3', 'yaml')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert out.stdout.strip() == "[]"
