@@ -69,12 +69,14 @@ def _argv(pid):
 
 
 def controller_chain(stat=_stat, argv=_argv, start=None):
-    """The processes from this one's parent up to the topmost ``ansible-playbook`` ancestor, as
+    """The processes from this one up to the topmost ``ansible-playbook`` ancestor, as
     [(pid, ppid, starttime)]; the topmost's ppid is None (it may be reparented harmlessly, e.g.
     under nohup). Empty when there is no such ancestor (a module run by another tool) or no
-    /proc: then no controller check is made."""
+    /proc: then no controller check is made. This process is in the chain: a module run inside
+    ansible-playbook's worker (plugin_utils/in_process.py) is itself the process that a killed
+    ansible-playbook leaves reparented."""
     chain, top = [], None
-    pid = os.getppid() if start is None else start
+    pid = os.getpid() if start is None else start
     while pid > 1 and len(chain) < MAX_CHAIN:
         found = stat(pid)
         if found is None:

@@ -57,6 +57,17 @@ def test_a_killed_ansible_playbook_reparents_the_worker_and_the_chain_is_dead():
     assert fence.chain_alive(chain, stat=nohup.get)
 
 
+def test_a_module_run_in_the_worker_is_reparented_itself_when_ansible_playbook_is_killed():
+    # in process: the chain starts at the worker (20), whose parent is ansible-playbook (10)
+    chain = fence.controller_chain(stat=TREE.get, argv=ARGV.get, start=20)
+    assert chain == [(20, 10, 200), (10, None, 100)]
+    assert fence.controller_pid(chain) == 10
+    killed = dict(TREE)
+    del killed[10]
+    killed[20] = (1, 200)
+    assert not fence.chain_alive(chain, stat=killed.get)
+
+
 def test_two_runs_of_one_user_on_one_host_are_two_holders():
     one = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242)
     two = locks.make_identity("upgrade", user="alice", host="bastion", run="z9y8x7w6v5", pid=4343)
