@@ -16,15 +16,9 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import decode_release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.redact import value_hash
-
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # ansible-core depends on PyYAML; rendered_clusters reports it
-    HAS_YAML = False
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RELEASE_NAME = "meta.helm.sh/release-name"
@@ -117,7 +111,7 @@ def rendered_clusters(release_data):
     """{name: TensorFusionCluster document} of a release's manifest, from a storage Secret's
     ``release`` field as the API returns it. Only those documents are parsed and kept: the rest of
     the release (values, chart, config, other manifests) is dropped as soon as it is decoded."""
-    if not HAS_YAML:
+    if not yamldoc.HAS_YAML:
         raise ChartRenderingError("PyYAML is required to read the release's manifest")
     try:
         manifest = decode_release(release_data).get("manifest") or ""
@@ -129,8 +123,8 @@ def rendered_clusters(release_data):
         if not _CLUSTER_DOC.search(chunk):
             continue  # never parse (or hold) another document of the release
         try:
-            doc = yaml.safe_load(chunk)
-        except yaml.YAMLError:
+            doc = yamldoc.load(chunk)
+        except yamldoc.YAMLError:
             # A YAML error message quotes the offending line, which may hold a secret.
             raise ChartRenderingError("a TensorFusionCluster document of the release's manifest cannot be parsed")
         if isinstance(doc, dict) and doc.get("kind") == "TensorFusionCluster" and \

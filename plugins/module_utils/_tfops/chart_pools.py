@@ -32,6 +32,10 @@ import sys
 try:
     import yaml
     HAS_YAML = True
+    # libyaml's C loader and emitter when PyYAML has them (yamldoc.py does the same for the
+    # modules: this file runs on its own as the post-renderer, so it imports nothing of ours).
+    _LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    _DUMPER = getattr(yaml, "CSafeDumper", None) or yaml.SafeDumper
 except ImportError:  # the post-renderer says so when it runs; the module checks earlier
     HAS_YAML = False
 
@@ -132,13 +136,13 @@ def post_render(manifest_text, live_clusters):
     out, chart = [], {}
     for chunk in chunks:
         try:
-            doc = yaml.safe_load(chunk) if chunk.strip() else None
+            doc = yaml.load(chunk, Loader=_LOADER) if chunk.strip() else None  # nosec B506  # noqa: S506
         except yaml.YAMLError:
             doc = None
         if is_cluster(doc) and object_name(doc) in live_clusters:
             chart[object_name(doc)] = rendered_pools(doc)
-            chunk = "\n" + yaml.safe_dump(carry_live(doc, live_clusters[object_name(doc)]),
-                                          sort_keys=False)
+            chunk = "\n" + yaml.dump(carry_live(doc, live_clusters[object_name(doc)]),
+                                     Dumper=_DUMPER, sort_keys=False)
         elif is_cluster(doc):
             chart[object_name(doc)] = rendered_pools(doc)
         out.append(chunk)

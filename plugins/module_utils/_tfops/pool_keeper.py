@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools, rollout, yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError, TfopsError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
@@ -196,11 +196,11 @@ def without_pools(doc):
 
 
 def documents(manifest):
-    if not manifest or not chart_pools.HAS_YAML:
+    if not manifest or not yamldoc.HAS_YAML:
         return []
     try:
-        return [d for d in chart_pools.yaml.safe_load_all(manifest) if isinstance(d, dict)]
-    except chart_pools.yaml.YAMLError:
+        return [d for d in yamldoc.load_all(manifest) if isinstance(d, dict)]
+    except yamldoc.YAMLError:
         return []
 
 

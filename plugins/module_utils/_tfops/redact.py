@@ -10,13 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
-
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # ansible-core depends on PyYAML; reported when used
-    HAS_YAML = False
 
 MASK = "********"
 # Key names (compared without separators, case-insensitive) whose values are credentials.
@@ -112,18 +107,18 @@ def mask_object(obj, fingerprint=value_hash):
 
 def parse_manifest(text):
     """The objects of a multi-document manifest (empty documents dropped)."""
-    if not HAS_YAML:
+    if not yamldoc.HAS_YAML:
         raise InvalidInput("PyYAML is required")
     try:
-        return [d for d in yaml.safe_load_all(text or "") if d]
-    except yaml.YAMLError as exc:
+        return [d for d in yamldoc.load_all(text or "") if d]
+    except yamldoc.YAMLError as exc:
         raise InvalidInput("cannot parse a Helm manifest: %s" % exc)
 
 
 def mask_manifest(text, fingerprint=value_hash):
     """A manifest as YAML text again, with every Secret's values replaced by hashes."""
     docs = [mask_object(d, fingerprint) for d in parse_manifest(text)]
-    return "".join("---\n" + yaml.safe_dump(d, default_flow_style=False, sort_keys=True) for d in docs)
+    return "".join("---\n" + yamldoc.dump(d, default_flow_style=False, sort_keys=True) for d in docs)
 
 
 def _env_secrets(node):

@@ -264,8 +264,9 @@ def _play_vars():
 
 def _render(exprs, extra_vars, tmp_path, name):
     play = [{"name": "Render", "hosts": "localhost", "connection": "local", "gather_facts": False,
-             "vars_files": [str(PLAYBOOKS / "vars" / "runbook.yml")],
              "vars": dict(FACTS, **_play_vars(), **dict(("e%d" % i, e) for i, (_key, e) in enumerate(exprs))),
+             # As the runbooks read their variables (pre_tasks).
+             "pre_tasks": [{"name": "Variables", "ansible.builtin.include_vars": str(PLAYBOOKS / "vars" / "runbook.yml")}],
              "tasks": [{"name": "Dump", "ansible.builtin.copy": {
                  "dest": str(tmp_path / (name + ".json")), "mode": "0600",
                  "content": "{{ {%s} | to_json }}" % ", ".join("'e%d': e%d" % (i, i) for i in range(len(exprs)))}}]}]
