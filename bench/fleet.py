@@ -8,13 +8,17 @@ Runs, in order (each on labs that have not seen its change, so every change run 
           the run that changes nothing;
   failure the N labs with the default waves (canary, then 50 %) and a newer image that never
           becomes Ready on the first cluster of the second wave: that cluster must be rolled back
-          and the later wave never started.
+          and the later wave never started;
+  modules the no-op of one lab alone again with the modules as module processes
+          (``tfops_in_process: false``), side by side with the default (in ansible-playbook's
+          worker), for the per-module profile.
 
 Measured per run: the wall time of the whole run; each cluster's wall time (its first task's
 start to its last task's end, from the timing callback); the CPU-seconds of the controller, from
 the OS's accounting (``os.wait4`` of ansible-playbook: it and every process it started and waited
-for - workers, module processes, helm); the module processes' own CPU-seconds per cluster (each
-host's modules run under an interpreter wrapper that records its child's ``wait4``); peak RSS."""
+for - workers, module processes, helm); in the ``modules`` run, the module processes' own
+CPU-seconds per cluster (each host's modules run under an interpreter wrapper that records its
+child's ``wait4``); peak RSS."""
 import json
 import stat
 import sys
@@ -77,14 +81,15 @@ class Fleet:
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
         return path, log
 
-    def run(self, name, labs, change, serial=None):
+    def run(self, name, labs, change, serial=None, module_processes=False):
         hosts, logs = {}, {}
         for state in labs:
             host = "cluster-%d" % self.labs.index(state)
-            wrapper, logs[host] = self._wrapper(host, name)
             hosts[host] = {"tfops_kubeconfig": state["kubeconfig"],
-                           "tfops_chart_repo": state["tensorfusion"]["chart_repo"],
-                           "tfops_python_interpreter": str(wrapper)}
+                           "tfops_chart_repo": state["tensorfusion"]["chart_repo"]}
+            if module_processes:  # in the worker (the default) there is no module process to wrap
+                wrapper, logs[host] = self._wrapper(host, name)
+                hosts[host].update(tfops_python_interpreter=str(wrapper), tfops_in_process=False)
         inventory = self.tmp / ("inventory-%s.json" % name)
         inventory.write_text(json.dumps({"clusters": {"hosts": hosts}}))
         extra = dict(change, tfops_fleet_hosts="clusters", tfops_helm_binary=self.helm,
@@ -103,14 +108,15 @@ class Fleet:
         for host in hosts:
             mine = [t for t in times.get("on_hosts", []) if t["host"] == host]
             ended = [t["end"] for t in mine if t["end"]]
-            modules = [json.loads(line) for line in logs[host].read_text().splitlines()] if logs[host].exists() else []
+            log = logs.get(host)
+            modules = [json.loads(line) for line in log.read_text().splitlines()] if log and log.exists() else []
             clusters[host] = {
                 "seconds": (max(ended) - min(t["start"] for t in mine)) if ended else None,
-                "tasks": len(mine), "module_runs": len(modules),
-                "module_cpu_seconds": sum(m["cpu"] for m in modules),
+                "tasks": len(mine), "module_runs": len(modules) if module_processes else None,
+                "module_cpu_seconds": sum(m["cpu"] for m in modules) if module_processes else None,
                 "profile": profile(mine, modules),
                 "reports": _reports(self.tmp / "artifacts", host, started)}
-        return {"name": name, "clusters": clusters, "seconds": res["seconds"], "rc": res["rc"],
+        return {"name": name, "module_processes": module_processes, "clusters": clusters, "seconds": res["seconds"], "rc": res["rc"],
                 "cpu_seconds": res["cpu_seconds"], "cpu_user": res["cpu_user"], "cpu_system": res["cpu_system"],
                 "cpu_seconds_per_cluster": res["cpu_seconds"] / len(labs), "peak_rss_mib": res["peak_rss_mib"],
                 "started": started, "tail": res["stdout"][-2000:] if res["rc"] else ""}
@@ -150,6 +156,8 @@ def render_profile(run):
     modules = sorted(prof["modules"].items(), key=lambda kv: -kv[1]["cpu_seconds"])
     text = table("profile of %s: tasks by action" % run["name"], ["action", "tasks", "wall s"],
                  [[a, v["tasks"], v["seconds"]] for a, v in actions])
+    if not modules:  # in the worker: no module process of its own
+        return text
     return text + "\n" + table("profile of %s: module processes" % run["name"], ["module", "runs", "CPU s"],
                                 [[m, v["runs"], v["cpu_seconds"]] for m, v in modules])
 
@@ -180,12 +188,15 @@ def run(tmp_root=None, clusters=4, gpu_nodes=3):
             victim = many[1]
             _never_ready(victim, broken)
             runs.append(fleet.run("fleet-failure", many, dict(change, tfops_hypervisor_image=broken)))
+            runs.append(fleet.run("single-noop-module-processes", single, change, module_processes=True))
         finally:
             down(labs)
     by = {r["name"]: r for r in runs}
     single_change = by["single-change"]["seconds"]
     return {"clusters": clusters, "gpu_nodes": gpu_nodes, "runs": runs,
             "fleet_over_single": by["fleet-change"]["seconds"] / single_change if single_change else None,
+            "in_process_over_module_processes": by["single-noop"]["cpu_seconds"] /
+            by["single-noop-module-processes"]["cpu_seconds"],
             "goal_fleet_over_single": 1.5, "goal_noop_seconds": 8, "goal_noop_cpu_seconds": 6,
             "victim": "cluster-%d" % labs.index(victim)}
 
@@ -215,8 +226,13 @@ def render(report):
                   "module CPU s / cluster", "module runs / cluster", "peak RSS MiB", "rc"], rows)
     text += "\nfleet / one alone (change): %s" % (
         "%.2f" % report["fleet_over_single"] if report["fleet_over_single"] else "-")
+    if report.get("in_process_over_module_processes"):
+        text += "\nno-op CPU, in the worker / as module processes: %.2f" % report["in_process_over_module_processes"]
     text += "\n" + render_profile(next(r for r in report["runs"] if r["name"] == "single-noop"))
-    failure = report["runs"][-1]
+    processes = [r for r in report["runs"] if r.get("module_processes")]
+    if processes:
+        text += "\n" + render_profile(processes[0])
+    failure = next(r for r in report["runs"] if r["name"] == "fleet-failure")
     text += "\nfailure run (victim %s): %s" % (report["victim"], ", ".join(
         "%s %s" % (h, "/".join(str(s) for s in c["reports"]) or "not started")
         for h, c in sorted(failure["clusters"].items())))

@@ -1,7 +1,8 @@
 """Part 5, module start-up: one task of each module on a no-op (the cluster already as wanted),
 against ``ansible.builtin.ping``, each task looped ``--loops`` times in one playbook (the
-per-iteration time is what one task costs), plus each module's import time in a fresh
-interpreter (what lazy imports could save). ``tf_acceptance`` is left out: it always runs a test
+per-iteration time is what one task costs), run both ways side by side - in ansible-playbook's
+worker (the default, plugin_utils/in_process.py) and as module processes (``tfops_in_process:
+false``) - plus each module's import time in a fresh interpreter (what a module process pays). ``tf_acceptance`` is left out: it always runs a test
 Pod, it has no no-op."""
 import json
 import subprocess
@@ -50,6 +51,18 @@ def import_seconds(module, repeats=3):
     return median(vals)
 
 
+def _per_task(path, loops, in_process):
+    """{task: (seconds per iteration, {changed, failed})} of one run of the play."""
+    _ended, times, _proc = playbook(str(path), {"tfops_in_process": in_process})
+    out = {}
+    for task in times["tasks"]:
+        results = (task["result"] or {}).get("results") or []
+        out[task["task"]] = ((task["end"] - task["start"]) / loops,
+                             {"changed": any(r.get("changed") for r in results),
+                              "failed": [r.get("msg") for r in results if r.get("failed")][:1]})
+    return out
+
+
 def run(state, loops=5):
     with tempfile.TemporaryDirectory(prefix="tfops-bench-startup-") as tmp:
         tasks = _tasks(state, tmp)
@@ -58,25 +71,26 @@ def run(state, loops=5):
                            for action, args in tasks.items()]}]
         path = Path(tmp) / "startup.yml"
         path.write_text(yaml.safe_dump(play, sort_keys=False))
-        _ended, times, _proc = playbook(str(path), {})
-    per = {}
-    status = {}
-    for task in times["tasks"]:
-        per[task["task"]] = (task["end"] - task["start"]) / loops
-        results = (task["result"] or {}).get("results") or []
-        status[task["task"]] = {"changed": any(r.get("changed") for r in results),
-                                "failed": [r.get("msg") for r in results if r.get("failed")][:1]}
-    ping = per.get("ansible.builtin.ping")
+        inside = _per_task(path, loops, True)
+        outside = _per_task(path, loops, False)
+    ping = inside.get("ansible.builtin.ping", (None,))[0]
     rows = {}
-    for name, secs in per.items():
+    for name, (secs, status) in inside.items():
         short = name.split(".")[-1]
+        process = outside.get(name, (None, {}))
         rows[name] = {"seconds_per_task": secs, "over_ping": secs / ping if ping else None,
-                      "import_seconds": import_seconds(short) if short in MODULES else None, **status[name]}
+                      "module_process_seconds_per_task": process[0],
+                      "in_process_over_module_process": secs / process[0] if process[0] else None,
+                      "import_seconds": import_seconds(short) if short in MODULES else None,
+                      "changed": status["changed"] or process[1].get("changed"),
+                      "failed": status["failed"] or process[1].get("failed")}
     return {"loops": loops, "tasks": rows, "not_measured": {"tf_acceptance": "runs a test Pod every time: no no-op"}}
 
 
 def render(report):
-    rows = [[name, r["seconds_per_task"], r["over_ping"], r["import_seconds"],
+    rows = [[name, r["seconds_per_task"], r.get("module_process_seconds_per_task"),
+             r.get("in_process_over_module_process"), r["over_ping"], r["import_seconds"],
              "FAILED" if r["failed"] else ("changed" if r["changed"] else "ok")] for name, r in report["tasks"].items()]
     return table("5. module start-up, one no-op task (mean of %d loop iterations; import: fresh interpreter, median of 3)"
-                 % report["loops"], ["", "s/task", "x ping", "import s", "result"], rows)
+                 % report["loops"], ["", "s/task in process", "s/task module process", "in / module process",
+                                      "x ping (in process)", "import s", "result"], rows)
