@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from lab import cluster
@@ -327,6 +327,13 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
     state_dir = tmp_path / "lab2"
     lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, tensorfusion=True)
     try:
+        # A new lab returns while its pool's first hypervisor campaign may still run (the precheck
+        # blocks on it): a cluster a fleet upgrades is a settled one.
+        lab2_client = config.new_client_from_config(lab2["kubeconfig"])
+        try:
+            settle(lab2_client)
+        finally:
+            lab2_client.close()
         def inventory(canary_vars):
             inv = {"clusters": {"hosts": {
                 "canary": dict({"tfops_kubeconfig": lab2["kubeconfig"],
