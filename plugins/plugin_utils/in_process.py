@@ -37,9 +37,9 @@ from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
 
 try:  # ansible-core 2.19+: how module arguments and results are encoded
-    from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder
+    from ansible.module_utils.common.json import Direction, get_module_encoder
 except ImportError:
-    Direction = get_module_decoder = get_module_encoder = None
+    Direction = get_module_encoder = None
 
 display = Display()
 

@@ -334,6 +334,7 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
             settle(lab2_client)
         finally:
             lab2_client.close()
+
         def inventory(canary_vars):
             inv = {"clusters": {"hosts": {
                 "canary": dict({"tfops_kubeconfig": lab2["kubeconfig"],
