@@ -40,6 +40,22 @@ def run_measured(cmd, env=None, cwd=None):
     return r["seconds"], r["peak_rss_mib"], r["rc"], r["stdout"], r["stderr"]
 
 
+def processes_cpu_seconds(pids):
+    """User plus system CPU-seconds the running processes ``pids`` have used so far (their own,
+    from /proc/<pid>/stat; a process gone counts 0): read before and after a run, the difference
+    is what they used during it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / float(ticks)
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None

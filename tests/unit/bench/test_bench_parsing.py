@@ -137,3 +137,22 @@ def test_fleet_profile_sums_tasks_by_action_and_module_cpu_by_module():
     text = fleet.render_profile({"name": "single-noop", "clusters": {"cluster-0": {"profile": prof}}})
     assert text.index("tensorfusion.ops.run_report") < text.index("set_fact")
     assert text.index("run_report ") < text.index("maintenance_lock")
+
+
+def test_processes_cpu_seconds_counts_a_busy_child_and_nothing_for_a_gone_pid():
+    import subprocess
+    import sys
+    import time
+
+    from bench.proc import processes_cpu_seconds
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.3: pass\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 20
+        while processes_cpu_seconds([child.pid]) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_cpu_seconds([child.pid]) >= 0.25
+    finally:
+        child.kill()
+        child.wait()
+    assert processes_cpu_seconds([child.pid]) == 0.0
