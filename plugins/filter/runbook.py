@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time
 
 COMPONENTS = ("hypervisor", "worker", "client")
 

@@ -514,9 +514,9 @@ diff:
   type: dict
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import FENCE_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool_task import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import (
     RolloutTask,
     validate,
 )

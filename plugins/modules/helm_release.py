@@ -486,13 +486,13 @@ diff:
   elements: dict
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import (
     FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import run_release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import run_release
 
 
 def main():

@@ -156,8 +156,8 @@ api_server:
   sample: https://k8s.example.com:6443
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.snapshot_runs import run_snapshot_info
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshot_runs import run_snapshot_info
 
 
 def main():

@@ -236,11 +236,11 @@ api_server:
   sample: https://k8s.example.com:6443
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.fence import controller_pid
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_pid
 
 
 def change_lock(module):

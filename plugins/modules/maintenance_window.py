@@ -267,9 +267,9 @@ msg:
   sample: "inside the window 2026-11-30 02:02 CST to 2026-11-30 06:02 CST: 2h38m0s left, deadline 2026-11-30 05:57 CST"
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import windows
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 
 
 def read_pool(module):

@@ -143,10 +143,10 @@ api_server:
   type: str
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import Forbidden
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import Forbidden
 
 
 def verify(module, roles):

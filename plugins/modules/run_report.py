@@ -261,10 +261,13 @@ record:
 
 import os
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plans, report, report_render, report_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput, TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
 
 NOT_STORED = "the report was not stored in the cluster (%s)%s"
 

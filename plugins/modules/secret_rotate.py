@@ -284,13 +284,13 @@ put_back:
 
 import base64
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import (
     FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_plan import validate
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.plan import validate
 
 
 def hide_values(module):
@@ -306,14 +306,14 @@ def hide_values(module):
 
 
 def rotate(module):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_rotate_task import RotateTask
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import RotateTask
     validate(module.params)
     deadline = deadline_from(module.params)
     helm = None
     with tfmodule.connected(module, deadline) as kube:
         try:
             if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
-                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm_tasks import open_helm
+                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
                 helm, _server = open_helm(module)
             task = RotateTask(kube, module.params, module.check_mode, deadline, helm)
             result = task.run()

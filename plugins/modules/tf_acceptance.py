@@ -107,10 +107,10 @@ namespace:
   sample: tfops-acceptance-3f9c1a
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import FENCE_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.acceptance_run import run_acceptance
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import deadline_from
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.acceptance_run import run_acceptance
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import deadline_from
 
 
 def accept(module):

@@ -154,18 +154,18 @@ workloads:
       sample: 12.5
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.common_args import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import (
     FENCE_ARG_SPEC,
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import (
     Restarter,
     read_secret_metadata,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import RESTARTED_AT
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import RESTARTED_AT
 
 
 def restart_workloads(module):

@@ -71,8 +71,8 @@ def without(manifests, kind, resource, verb, role=None):
 
 
 def _admin_kube(lab):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
     return Kube(resolve_auth({"kubeconfig": lab["kubeconfig"]}, environ={}))
 
 
@@ -92,8 +92,8 @@ class ServiceAccounts:
         return self.made[key][0]
 
     def _make(self, runbook, drop, helm_chart):
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import Deadline
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
         manifests = runbook_manifests(runbook, helm_chart)
         label = runbook if isinstance(runbook, str) else "-".join(runbook)
         name = "tfops-it-%s%s%s" % (label, "" if helm_chart else "-nohelm",
@@ -124,9 +124,9 @@ class ServiceAccounts:
     def _wait_effective(path, roles):
         """RBAC changes reach the authorizer through an informer: wait (bounded) until the
         token holds the first rule of its roles."""
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
         checks = access.access_checks(roles)[:1]
         kube = Kube(resolve_auth({"kubeconfig": path}, environ={}))
         try:
@@ -143,7 +143,7 @@ class ServiceAccounts:
         return data["users"][0]["user"]["token"]
 
     def remove_all(self):
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
         kube = _admin_kube(self.lab)
         try:
             work = access.Access(kube, check_mode=False)

@@ -301,10 +301,11 @@ def test_an_api_server_outage_during_the_wait_is_ridden_out(lab, api_client, sec
 
 def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     """A write that conflicts is re-read and re-applied: the other writer's change stays."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import auth, rollout as rl
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import (
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rl
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
         ClusterEditor, pool_entry_transform)
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
     co = client.CustomObjectsApi(api_client)
     kube = Kube(auth.resolve_auth({"kubeconfig": lab["kubeconfig"]}, {}))
     editor = ClusterEditor(kube, "tensor-fusion")

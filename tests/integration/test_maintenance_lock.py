@@ -9,9 +9,9 @@ import uuid
 import pytest
 from kubernetes import client
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 
 from .ansible_runner import run_playbook
 from .test_lab import wait_for

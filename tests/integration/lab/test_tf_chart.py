@@ -179,9 +179,9 @@ def test_values_shape_the_controller(tfx, tf_lab):
 def collection_finds_controller(state):
     """The controller Deployment as the collection finds it (workload_restart's default target, the
     upgrade role's wait), whatever its name; the RBAC of roles/rbac/files names both."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.auth import resolve_auth
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.kube import Kube
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import Restarter
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import Restarter
     kube = Kube(resolve_auth({"kubeconfig": state["kubeconfig"]}, environ={}))
     try:
         [dep] = Restarter(kube, "Deployment").find(NS)

@@ -7,8 +7,8 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import access
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RBAC = os.path.join(REPO, "roles", "rbac", "files")

@@ -1,8 +1,8 @@
 """The auth layer's pure parts: option/env resolution and kubeconfig redaction."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import auth
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import AuthError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import AuthError
 
 EMPTY = {k: None for k in auth.AUTH_ARG_SPEC}
 

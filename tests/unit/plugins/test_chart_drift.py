@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_drift, findings
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.clusterinfo import Gatherer, slim_cluster
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import ApiError, Forbidden
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import Gatherer, slim_cluster
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, Forbidden
 
 HYP_IMAGE = "componentConfig.hypervisor.image"
 BATCH = "nodeManagerConfig.nodePoolRollingUpdatePolicy.batchPercentage"

@@ -2,7 +2,7 @@
 chart itself changed for the pools step: pure, without a cluster."""
 import json
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import chart_pools as cp
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools as cp
 
 LICENSE = "s3cr3t-licence"
 

@@ -1,9 +1,10 @@
-"""fence.py's pure parts: reading /proc/<pid>/stat, finding the ansible-playbook ancestor, telling
+"""maintenance/fence.py's pure parts: reading /proc/<pid>/stat, finding the ansible-playbook ancestor, telling
 an orphaned module (its ansible-playbook killed) from a live one; the holder identity of a run."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import fence, locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import fence
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def stat_line(pid, comm, ppid, start):

@@ -1,12 +1,12 @@
 """tf_cluster_info's findings as pure functions over a gathered picture."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import findings
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.clusterinfo import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import (
     selector_matches,
     slim_pool,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def healthy():

@@ -1,6 +1,6 @@
 """A pool that tensorfusion.ops paused at a deadline is a resumable warning, not a blocking rollout."""
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import findings
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.clusterinfo import slim_cluster
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import slim_cluster
 
 
 def picture(paused_annotation=None):

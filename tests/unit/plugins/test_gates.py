@@ -1,8 +1,8 @@
 """Health gates' decisions without a cluster: settings, the hold, the picture and what fails it."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import gates
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def gpu(name, node, phase="Running", message=""):
@@ -145,7 +145,8 @@ def test_status_codes():
 
 
 def test_the_report_keeps_gates_and_draws_their_bake():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
     gate = {"batch": 1, "nodes": ["n1", "n2"], "passed": False, "seconds": 4.0,
             "failures": [{"check": "gpu_phase", "node": "n1", "evidence": "GPU n1-gpu-0 is Unknown"}]}
     result = {"pool": "shared", "gpupool": "tf-shared", "failed": True, "waited_for": ["hypervisor"],
@@ -162,7 +163,7 @@ def test_the_report_keeps_gates_and_draws_their_bake():
 
 
 def test_a_plan_says_what_the_gates_add():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plan_report
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
     schedule = {"nodes": 10, "batch_percentage": 20, "batch_interval": "1s", "batch_count": 5,
                 "batch_sizes": [2] * 5, "batch_seconds": 1.0, "batches": [], "seconds": 200.0,
                 "gate_bake_seconds": 30, "gate_seconds": 170.0}

@@ -9,10 +9,13 @@ import stat
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm as helmcli
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, release, signing, snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.tfc_restore import plan_cluster
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import plan_cluster
 
 SECRET_DOC = """apiVersion: v1
 kind: Secret

@@ -3,9 +3,9 @@ import datetime
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.deadline import micro_time, parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 NOW = parse_time("2026-11-30T02:00:00Z")
 ME = locks.make_identity("upgrade", user="alice", host="bastion", job="42")

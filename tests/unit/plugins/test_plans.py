@@ -2,7 +2,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import plan_report, plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
 

@@ -6,8 +6,9 @@ import stat
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 T0 = "2026-11-29T02:00:00Z"
 

@@ -9,8 +9,10 @@ import re
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import report, report_render, report_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 from test_report import upgrade_params  # same folder (rootdir-less test modules)
 

@@ -3,7 +3,8 @@ import ssl
 
 from urllib3.exceptions import MaxRetryError, NewConnectionError, SSLError
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import kube, retry
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import kube
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
 
 
 def test_reads_heal_writes_only_when_never_applied():

@@ -2,8 +2,8 @@
 stale-status guard, and every bad input refused before a write."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def template(hv="hv:1", auto_hv=True, **policy):

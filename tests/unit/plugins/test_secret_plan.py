@@ -1,9 +1,9 @@
 """secret_rotate's pure decisions: input checks, versions, what goes, what a result may show."""
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import secret_plan as plan
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret_consumers import pods_off_target
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import pods_off_target
 
 
 def params(**over):

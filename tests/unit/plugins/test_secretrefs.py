@@ -1,5 +1,5 @@
 """Secret references in Pod specs and repointing them (secret_rotate's groundwork)."""
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
 
 SPEC = {
     "initContainers": [{"name": "init", "envFrom": [{"secretRef": {"name": "creds"}}]}],

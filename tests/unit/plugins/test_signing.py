@@ -1,4 +1,4 @@
-"""Signed bundle indexes and keyed fingerprints (signing.py, snapshots.py): a bundle whose content
+"""Signed bundle indexes and keyed fingerprints (helm/signing.py, helm/bundle.py): a bundle whose content
 a forger changed and whose index he recomputed is refused, as is one with no signature (unless
 allowed), one signed with another key and one whose key is unknown; fingerprints are keyed, never
 a bare hash of the value, and the key appears in no file of the bundle."""
@@ -9,8 +9,10 @@ import os
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, signing, snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 RAW = bytes(range(32))
 KEY = signing.BundleKey(RAW)
@@ -140,7 +142,7 @@ def test_keys_from_the_option_and_the_secret():
 
 
 def test_the_revision_check_compares_keyed_fingerprints_and_refuses_typed():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import helm_tasks
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import tasks as helm_tasks
     target = {"manifest": "kind: ConfigMap\n", "values": {"auth": {"password": "hunter2"}}}
     meta = {"revision": 3, "release": "r", "manifest_fingerprint": KEY.fingerprint(target["manifest"]),
             "values_fingerprint": KEY.fingerprint(snapshots.dumps(target["values"]))}

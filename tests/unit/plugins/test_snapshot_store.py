@@ -1,4 +1,4 @@
-"""Cluster-stored snapshot bundles (snapshot_store.py): encoded, chunked into Secrets and read back
+"""Cluster-stored snapshot bundles (helm/store.py): encoded, chunked into Secrets and read back
 to exactly what a local bundle of the same capture holds; a changed, missing or foreign part is
 refused as a changed file is; references; the newest usable bundle across both stores."""
 import base64
@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import signing, snapshot_store, snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 KEY = signing.BundleKey(bytes(range(32)))
 OTHER = signing.BundleKey(b"x" * 32)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import windows as w
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.errors import (
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as w
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     MissingDependency,
 )

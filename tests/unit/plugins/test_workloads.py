@@ -3,8 +3,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import workloads
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.restarts import selector_string
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import selector_string
 
 UTC = datetime.timezone.utc
 

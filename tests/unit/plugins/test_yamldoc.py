@@ -1,7 +1,8 @@
-"""yamldoc.py: the C loader (when PyYAML has it) reads a manifest exactly as the safe loader does."""
+"""core/yamldoc.py: the C loader (when PyYAML has it) reads a manifest exactly as the safe loader does."""
 import yaml
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import redact, yamldoc
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 
 MANIFEST = """---
 # Source: tensor-fusion/templates/x.yaml

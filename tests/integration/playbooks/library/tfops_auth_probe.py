@@ -22,7 +22,7 @@ author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 
 
 def probe(module):

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The change_plan module's body: capture the identity of a plan, or check a saved plan."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.identity import live_identity
+
+# What the chart step checks itself (it renders the chart): not compared here.
+HELM_PART = "helm"
+
+
+def load_plan(source, host):
+    """The host's plan from a path or a plan document (a mapping, or its JSON text)."""
+    where = "the plan"
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        source = json.loads(source)
+    elif isinstance(source, str):
+        where = "plan file %s" % source
+        try:
+            with open(source, encoding="utf-8") as handle:
+                source = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise plans.PlanRefused("cannot read %s: %s" % (where, exc))
+    return plans.plan_of(source, host, where)
+
+
+def _identity(module, salt):
+    params = module.params
+    with tfmodule.connected(module) as kube:
+        identity = live_identity(kube, params["namespace"], params["release"], salt)
+    identity["inputs"] = plans.digest(params["inputs"] or {}, salt)
+    return identity, kube.server
+
+
+def change_plan(module):
+    params = module.params
+    if params["max_age"] <= 0:
+        raise InvalidInput("max_age must be a positive number of seconds, not %d" % params["max_age"])
+    if params["state"] == "captured":
+        salt = params.get("salt") or plans.new_salt()
+        identity, server = _identity(module, salt)
+        return {"changed": False, "salt": salt, "identity": identity, "api_server": server}
+    plan = load_plan(params["plan"], params["host"])
+    plans.check_sealed(plan, params["max_age"], utcnow(), params["playbook"], params["host"])
+    identity, server = _identity(module, plan["salt"])
+    recorded = dict((k, v) for k, v in (plan.get("identity") or {}).items() if k != HELM_PART)
+    drift = plans.drift(recorded, identity)
+    if drift:
+        raise plans.PlanRefused(
+            "the cluster or the inputs changed since the plan was made (%s): %s; nothing was written, "
+            "make a new plan" % (plan["created"], "; ".join(drift)), drift=drift, identity=identity,
+            api_server=server)
+    return {"changed": False, "salt": plan["salt"], "identity": identity, "plan": plan, "drift": [],
+            "api_server": server}

@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs that match the shared doc fragments one to one."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+
+WAIT_ARG_SPEC = dict(
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=600),
+    deadline=dict(type="str"),
+)
+
+# The runbook's lock a module's writes are fenced by (maintenance/fence.py; doc fragment "fence").
+FENCE_ARG_SPEC = dict(
+    fence=dict(type="dict", options=dict(
+        namespace=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        holder=dict(type="str", required=True),
+    )),
+)
+
+
+def deadline_from(params):
+    return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))

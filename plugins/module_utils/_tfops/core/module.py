@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every module's main() shares: the auth options merged into the argument spec, credential
+values from a dict kubeconfig registered as no_log values, and typed errors turned into fail_json."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import (
+    AUTH_ARG_SPEC,
+    kubeconfig_secrets,
+    resolve_auth,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
+
+
+def argument_spec(**module_options):
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
+    spec.update(module_options)
+    return spec
+
+
+class TfopsAnsibleModule(AnsibleModule):
+    """AnsibleModule that hides a dict kubeconfig's credentials before anything is logged:
+    AnsibleModule.__init__ writes the invocation to syslog before it returns."""
+
+    def _log_invocation(self):
+        for value in kubeconfig_secrets(self.params.get("kubeconfig")):
+            self.no_log_values.add(value)
+        super()._log_invocation()
+
+
+def new_module(module_options, **kwargs):
+    module = TfopsAnsibleModule(argument_spec=argument_spec(**module_options), **kwargs)
+    for value in kubeconfig_secrets(module.params.get("kubeconfig")):
+        module.no_log_values.add(value)  # also when invocation logging is switched off
+    return module
+
+
+def connect(module):
+    """A Kube connection for the module's auth options (imported late: needs kubernetes)."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
+    return Kube(resolve_auth(module.params))
+
+
+@contextlib.contextmanager
+def connected(module, deadline=None):
+    """``with connected(module) as kube:`` - the connection is closed however the block ends, a
+    typed failure names the API server and says whether anything was written, the outages ridden
+    out become warnings, and ``kube.server`` stays readable after it for the result. With a
+    ``deadline``, every request that fails in a way that can heal is retried until then."""
+    kube = connect(module)
+    kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
+    try:
+        fence_with(kube, module.params.get("fence"), module.check_mode)
+        yield kube
+    except TfopsError as exc:
+        exc.details.setdefault("api_server", kube.server)
+        # changed is true whenever anything was written, also when the task then fails.
+        exc.details["changed"] = bool(exc.details.get("changed")) or kube.written
+        outages = kube.outages.warnings()
+        if outages:
+            exc.details.setdefault("warnings", []).extend(outages)
+        raise
+    else:
+        warn_all(module, kube.outages.warnings())
+    finally:
+        kube.close()
+
+
+def fence_with(kube, fence, check_mode=False):
+    """Fence the connection with a runbook's lock (the ``fence`` option), checked at once: a
+    module started by a run that no longer holds its lock writes nothing. In check mode nothing
+    is written and a check-mode run holds no lock: no fence."""
+    if not fence or check_mode:
+        return
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
+    kube.fence = Fence(kube, fence["namespace"], fence["name"], fence["holder"])
+    kube.fence.check("starting")
+
+
+def warn_all(module, warnings):
+    for warning in warnings:
+        module.warn(warning)
+
+
+def fail(module, exc, **result):
+    """fail_json from a typed error; its details join the result (they never hold secrets)."""
+    details = dict((k, v) for k, v in exc.details.items() if v is not None)
+    # Warnings go through module.warn: fail_json(warnings=...) is deprecated in ansible-core.
+    warn_all(module, details.pop("warnings", None) or [])
+    result.update(details)
+    module.fail_json(msg=exc.msg, error=type(exc).__name__, **result)
+
+
+def run(module, body):
+    """Call body(module) -> result dict; exit_json with it, or fail_json on a typed error."""
+    try:
+        result = body(module)
+    except TfopsError as exc:
+        fail(module, exc)
+    module.exit_json(**result)

@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Driving a GPU pool's component rollout through its TensorFusionCluster: optimistic writes that
+keep everyone else's changes, the watch on the GPUPool, and diagnostics when it does not finish."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
+    InvalidInput,
+    TfopsError,
+    WaitTimeout,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import pod_problems
+
+GROUP = "tensor-fusion.ai"
+# The operator's namespace is its Helm release's (OPERATOR_NAMESPACE upstream): its hypervisor Pods
+# live there. This is only the default of the modules' namespace options.
+OPERATOR_NAMESPACE = "tensor-fusion-sys"
+
+
+# Stuck nodes whose Events a diagnosis looks up (one list of Warning Events serves them all).
+MAX_DIAGNOSED = 10
+
+
+class Stalled(TfopsError):
+    """Progress did not move for stall_timeout: something (a node, a Pod) is stuck."""
+
+
+class ClusterEditor:
+    """Reads and writes one TensorFusionCluster with optimistic concurrency."""
+
+    def __init__(self, kube, cluster=None):
+        self.kube = kube
+        self.api = kube.resource("TensorFusionCluster", group=GROUP)
+        self.name = cluster or self._only_cluster()
+
+    def _only_cluster(self):
+        items = self.kube.call("list", "tensorfusionclusters", self.api.get).to_dict()["items"]
+        names = sorted(i["metadata"]["name"] for i in items)
+        if len(names) != 1:
+            raise InvalidInput("cluster is required when there is not exactly one "
+                               "TensorFusionCluster; found: %s" % (", ".join(names) or "none"))
+        return names[0]
+
+    def read(self):
+        try:
+            return self.kube.call("get", "tensorfusionclusters/%s" % self.name, self.api.get,
+                                  name=self.name).to_dict()
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            names = sorted(i["metadata"]["name"] for i in self.kube.call(
+                "list", "tensorfusionclusters", self.api.get).to_dict()["items"])
+            raise InvalidInput("TensorFusionCluster %s does not exist; existing: %s" % (
+                self.name, ", ".join(names) or "none"))
+
+    def update(self, transform):
+        """Apply transform(tfc) -> tfc and write it; on a conflict re-read and re-apply, so a
+        concurrent edit of another pool or field survives. Returns the written object."""
+        return optimistic.update(self.kube, self.api, transform, self.name)
+
+
+def pool_entry_transform(pool_name, change):
+    """A transform for ClusterEditor.update that edits one pool entry's specTemplate by name."""
+    def transform(tfc):
+        index = rollout.find_pool_index(tfc, pool_name)
+        entry = tfc["spec"]["gpuPools"][index]
+        entry["specTemplate"] = change(entry["specTemplate"])
+        return tfc
+    return transform
+
+
+def paused_marker(tfc):
+    """{pool: [components]} that this collection paused (kept on the TFC, so a re-run resumes)."""
+    raw = ((tfc.get("metadata") or {}).get("annotations") or {}).get(rollout.PAUSED_BY_US, "")
+    marker = {}
+    for part in filter(None, raw.split(";")):
+        pool, _sep, comps = part.partition(":")
+        marker[pool] = [c for c in comps.split(",") if c]
+    return marker
+
+
+def with_paused_marker(tfc, pool, components):
+    marker = paused_marker(tfc)
+    if components:
+        marker[pool] = sorted(set(components))
+    else:
+        marker.pop(pool, None)
+    annotations = tfc["metadata"].setdefault("annotations", {})
+    value = ";".join("%s:%s" % (p, ",".join(c)) for p, c in sorted(marker.items()))
+    if value:
+        annotations[rollout.PAUSED_BY_US] = value
+    else:
+        annotations.pop(rollout.PAUSED_BY_US, None)
+    return tfc
+
+
+class PoolObserver:
+    """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods."""
+
+    def __init__(self, kube, gpupool, namespace=OPERATOR_NAMESPACE):
+        self.kube = kube
+        self.gpupool = gpupool
+        self.namespace = namespace or OPERATOR_NAMESPACE
+        self.pools = kube.resource("GPUPool", group=GROUP)
+        self.nodes = kube.resource("GPUNode", group=GROUP)
+        self.pods = kube.resource("Pod", api_version="v1")
+
+    def read_pool(self):
+        try:
+            return self.kube.call("get", "gpupools/%s" % self.gpupool, self.pools.get,
+                                  name=self.gpupool).to_dict()
+        except ApiError as exc:
+            if exc.status == 404:
+                raise InvalidInput("GPUPool %s does not exist: is the TensorFusion operator "
+                                   "running and has it reconciled the cluster?" % self.gpupool)
+            raise
+
+    # Raw JSON pages, not the dynamic client's objects: building and converting those costs
+    # more than the request for a pool of hundreds of nodes (bench/, part 1).
+    def gpunodes(self, cached=False):
+        return list(list_pages(self.kube, self.nodes, cached=cached,
+                               label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool))
+
+    def hypervisor_pods(self):
+        return list(list_pages(self.kube, self.pods, namespace=self.namespace,
+                               label_selector="tensor-fusion.ai/component=hypervisor,"
+                                              "tensor-fusion.ai/pool-%s=true" % self.gpupool))
+
+    def consumers(self, comp):
+        """How many objects a campaign of ``comp`` works on; 0 means it never completes."""
+        if comp == "hypervisor":
+            return len(self.gpunodes())
+        if comp == "client":
+            return len(self.kube.call("list", "pods", self.pods.get, label_selector=(
+                "tensor-fusion.ai/enabled=true,tensor-fusion.ai/gpupool=%s" % self.gpupool)
+            ).to_dict()["items"])
+        workloads = self.kube.resource("TensorFusionWorkload", group=GROUP)
+        return len(self.kube.call("list", "tensorfusionworkloads", workloads.get,
+                                  label_selector="tensor-fusion.ai/gpupool=%s" % self.gpupool
+                                  ).to_dict()["items"])
+
+    def diagnose(self):
+        """Which GPUNodes are Pending and why their hypervisor Pods are not Ready."""
+        nodes = self.gpunodes()
+        pending = sorted(n["metadata"]["name"] for n in nodes
+                         if (n.get("status") or {}).get("phase") != "Running")
+        pods = self.hypervisor_pods()
+        problems = pod_problems(pods)
+        with_pod = set(p["spec"].get("nodeName") for p in pods if not p["metadata"].get("deletionTimestamp"))
+        no_pod = [n for n in pending if n not in with_pod]
+        restarts = ["%s restarted %d times" % (p["metadata"]["name"], sum(
+            c.get("restartCount", 0) for c in (p.get("status") or {}).get("containerStatuses") or []))
+            for p in pods if any(c.get("restartCount", 0) > 0
+                                 for c in (p.get("status") or {}).get("containerStatuses") or [])]
+        return {"pending_nodes": pending, "total_nodes": len(nodes),
+                "hypervisor_pods_not_ready": problems, "hypervisor_restarts": restarts,
+                "nodes_without_hypervisor_pod": no_pod,
+                "warning_events": self._warning_events(pending[:MAX_DIAGNOSED])}
+
+    def _warning_events(self, node_names):
+        """{GPUNode: [newest Warning Events of it and of its hypervisor Pod]}: the operator says
+        why it cannot create a Pod (an API refusal, a bad image) there, not in the pool status."""
+        if not node_names:
+            return {}
+        wanted = set(node_names) | set("hypervisor-%s" % n for n in node_names)
+        try:
+            events = list(list_pages(self.kube, self.kube.resource("Event", api_version="v1"),
+                                     field_selector="type=Warning"))
+        except ApiError:
+            return {}  # a diagnosis is best effort: the stall itself is the error
+        found = {}
+        for event in events:
+            name = (event.get("involvedObject") or {}).get("name")
+            if name not in wanted:
+                continue
+            node = name[len("hypervisor-"):] if name.startswith("hypervisor-") and name not in node_names else name
+            when = event.get("lastTimestamp") or event.get("eventTime") or \
+                (event.get("metadata") or {}).get("creationTimestamp") or ""
+            found.setdefault(node, []).append((when, "%s %s: %s" % (
+                (event.get("involvedObject") or {}).get("kind"), event.get("reason"), event.get("message"))))
+        return dict((node, [text for _when, text in sorted(items, reverse=True)[:3]])
+                    for node, items in found.items())
+
+    def node_counts(self, image=None):
+        return count_nodes(self.gpunodes(), self.hypervisor_pods(), image)
+
+
+def ready_seconds(pod):
+    """Seconds from a Pod's creation to its Ready condition (None while it is not Ready)."""
+    ready = [c for c in (pod.get("status") or {}).get("conditions") or []
+             if c.get("type") == "Ready" and c.get("status") == "True" and c.get("lastTransitionTime")]
+    created = (pod.get("metadata") or {}).get("creationTimestamp")
+    if not ready or not created:
+        return None
+    return (parse_time(ready[0]["lastTransitionTime"]) - parse_time(created)).total_seconds()
+
+
+def count_nodes(nodes, pods, image=None):
+    """The result's node counts: GPUNodes, hypervisor Pods with ``image``, GPUNodes not Running."""
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    updated = [p for p in live if not image or any(
+        c.get("image") == image for c in p["spec"]["containers"])]
+    return {"total": len(nodes),
+            "updated": len(updated),
+            "stuck": len([n for n in nodes if (n.get("status") or {}).get("phase") != "Running"])}
+
+
+def describe_diagnosis(diag):
+    parts = []
+    if diag["pending_nodes"]:
+        parts.append("GPUNodes not Running: %s" % ", ".join(diag["pending_nodes"][:20]))
+    if diag.get("nodes_without_hypervisor_pod"):
+        parts.append("no hypervisor Pod exists on %s" % ", ".join(diag["nodes_without_hypervisor_pod"][:20]))
+    for node, events in sorted((diag.get("warning_events") or {}).items()):
+        parts.append("%s: %s" % (node, "; ".join(events)))
+    if diag["hypervisor_pods_not_ready"]:
+        parts.append("hypervisor Pods not Ready: %s" % "; ".join(diag["hypervisor_pods_not_ready"][:20]))
+    if diag["hypervisor_restarts"]:
+        parts.append("; ".join(diag["hypervisor_restarts"][:10]))
+    return ". ".join(parts) or "no GPUNode is Pending and every hypervisor Pod is Ready"
+
+
+class RolloutWait:
+    """The wait on the GPUPool: campaigns tracked, a timeline kept, stalls detected."""
+
+    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100):
+        self.observer = observer
+        self.trackers = trackers
+        self.stall_timeout = stall_timeout
+        self.until_progress = until_progress
+        self.timeline = []
+        self.started = time.monotonic()
+        self.last_move = self.started
+        self.done_at = {}
+        self._seen = {}
+        self.pool = None
+
+    def check(self, objects):
+        pool = objects.get((None, self.observer.gpupool))
+        if pool is None:
+            raise InvalidInput("GPUPool %s was deleted during the rollout" % self.observer.gpupool)
+        self.pool = pool
+        all_done = True
+        for tracker in self.trackers:
+            done = tracker.observe(pool)
+            _hash, progress, synced, _ip = rollout.component_status(pool, tracker.comp)
+            key = (tracker.campaign, tracker.progress, done)
+            if self._seen.get(tracker.comp) != key:
+                self._seen[tracker.comp] = key
+                self.last_move = time.monotonic()
+                if tracker.campaign is not None:
+                    self.timeline.append({"time": micro_time(utcnow()),
+                                          "seconds": round(time.monotonic() - self.started, 3),
+                                          "component": tracker.comp, "campaign": tracker.campaign,
+                                          "progress": tracker.progress or 0, "synced": done})
+            if done and tracker.comp not in self.done_at:
+                self.done_at[tracker.comp] = time.monotonic() - self.started
+            reached = done or (self.until_progress < 100 and tracker.campaign is not None
+                               and (tracker.progress or 0) >= self.until_progress)
+            all_done = all_done and reached
+        detail = "; ".join(t.describe() for t in self.trackers)
+        if not all_done and self.stall_timeout and time.monotonic() - self.last_move > self.stall_timeout:
+            diag = self.observer.diagnose()
+            last = self.timeline[-1] if self.timeline else None
+            moved = ("last moved to %s%% at %s" % (last["progress"], last["time"])) if last else \
+                "no progress seen since the change"
+            raise Stalled("rollout of GPUPool %s made no progress for %ss (%s; %s): %s" % (
+                self.observer.gpupool, self.stall_timeout, detail, moved, describe_diagnosis(diag)),
+                diagnostics=diag, timeline=self.timeline)
+        return all_done, detail
+
+    def wakeup(self):
+        if not self.stall_timeout:
+            return 60
+        return max(0.5, self.stall_timeout - (time.monotonic() - self.last_move) + 0.1)
+
+    def run(self, watcher, deadline):
+        try:
+            return watcher.wait(self.check, deadline, wakeup=self.wakeup)
+        except WaitTimeout as exc:
+            diag = self.observer.diagnose()
+            exc.msg += ". " + describe_diagnosis(diag)
+            exc.details.update(diagnostics=diag, timeline=self.timeline)
+            raise
+
+
+def start_watch(kube, gpupool):
+    """Watcher on one GPUPool, listed now: every later event is seen, none before."""
+    watcher = ObjectWatcher(kube, kube.resource("GPUPool", group=GROUP), name=gpupool)
+    watcher.start()
+    return watcher

@@ -1,0 +1,1 @@
+"""Helm: the CLI, releases, snapshot bundles (capture, store, sign) and restoring from them."""

@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Restoring the componentConfig of a snapshot's TensorFusionClusters: the write goes through
+gpupool's ClusterEditor (optimistic, keeps other fields) and the wait is gpupool_rollout's
+campaign-tracking, stale-status-guarded RolloutWait."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
+    ClusterEditor,
+    PoolObserver,
+    RolloutWait,
+    paused_marker,
+    start_watch,
+    with_paused_marker,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.bundle import unmask_like
+
+# How many replaced campaigns a restore follows (helm's own changes start one or two before ours).
+MAX_FOLLOWS = 5
+
+
+def plan_cluster(saved_tfc, current_tfc, key=None):
+    """[(pool entry name, current componentConfig, restored componentConfig, changed components)]
+    for the pools of a saved cluster that still exist and whose componentConfig differs
+    (``key``: the bundle's signing.BundleKey, for its keyed fingerprints of secret values)."""
+    plans = []
+    current_entries = dict((e.get("name"), e) for e in (current_tfc.get("spec") or {}).get("gpuPools") or [])
+    for entry in (saved_tfc.get("spec") or {}).get("gpuPools") or []:
+        live = current_entries.get(entry.get("name"))
+        if live is None:
+            continue
+        live_template = live.get("specTemplate") or {}
+        current_cc = live_template.get("componentConfig") or {}
+        saved_cc = unmask_like((entry.get("specTemplate") or {}).get("componentConfig") or {},
+                               current_cc, "%s pool %s componentConfig" % (
+                                   saved_tfc["metadata"]["name"], entry.get("name")), key)
+        if saved_cc == current_cc:
+            continue
+        new_template = dict(copy.deepcopy(live_template), componentConfig=saved_cc)
+        plans.append((entry["name"], current_cc, saved_cc,
+                      rollout.hash_changed_components(live_template, new_template),
+                      rollout.gpupool_name(current_tfc, list(current_entries).index(entry["name"]))))
+    return plans
+
+
+def _set_component_config(pool_name, component_config, resume=False):
+    def transform(tfc):
+        index = rollout.find_pool_index(tfc, pool_name)
+        template = tfc["spec"]["gpuPools"][index]["specTemplate"]
+        template["componentConfig"] = copy.deepcopy(component_config)
+        if resume:  # the hold of the chart step ends with this write
+            tfc["spec"]["gpuPools"][index]["specTemplate"] = rollout.set_auto_update(template, ["hypervisor"], True)
+            marker = [c for c in paused_marker(tfc).get(pool_name, []) if c != "hypervisor"]
+            tfc = with_paused_marker(tfc, pool_name, marker)
+        return tfc
+    return transform
+
+
+class ComponentConfigRestore:
+    """Restore the saved componentConfig of every pool that differs, around a helm rollback:
+    ``prepare()`` before it (what differs now, the watches and the campaign trackers, so that a
+    campaign the helm rollback itself starts is seen), ``finish()`` after it (write what still
+    differs, then the guarded wait)."""
+
+    def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600,
+                 namespace=None, key=None):
+        self.kube = kube
+        self.clusters = clusters
+        self.check_mode = check_mode
+        self.wait = wait
+        self.deadline = deadline
+        self.stall_timeout = stall_timeout
+        self.namespace = namespace  # the release's, where the operator runs its hypervisor Pods
+        self.key = key  # the bundle's, for its keyed fingerprints
+        self.warnings = []
+        self.plans = []
+
+    def prepare(self):
+        for saved in self.clusters:
+            name = saved["metadata"]["name"]
+            try:
+                editor = ClusterEditor(self.kube, name)
+                current = editor.read()
+            except InvalidInput:
+                self.warnings.append("TensorFusionCluster %s of the snapshot no longer exists; "
+                                     "its componentConfig was not restored" % name)
+                continue
+            for pool, before, after, changed, gpupool in plan_cluster(saved, current, self.key):
+                plan = {"editor": editor, "pool": pool, "before": before, "after": after,
+                        "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
+                        "trackers": []}
+                if "hypervisor" in changed and "hypervisor" in paused_marker(current).get(pool, []):
+                    # Paused by this collection (a failed health gate, a window's end): the
+                    # restore's write resumes it, or the restored hypervisor would never roll.
+                    plan["resume"] = True
+                if not self.check_mode and self.wait and changed:
+                    self._start_wait(plan, current)
+                self.plans.append(plan)
+        return self.plans
+
+    def resume_held(self, held):
+        """The pools [(cluster, entry)] whose hypervisors the chart step held for a ProviderConfig
+        change: the restore's write (componentConfig, if it differs, and the flag back on) resumes
+        each, and its campaign is waited for like a restored one."""
+        for cluster, entry in held:
+            plan = next((p for p in self.plans if p["editor"].name == cluster and p["pool"] == entry), None)
+            editor = plan["editor"] if plan else ClusterEditor(self.kube, cluster)
+            current = editor.read()
+            index = rollout.find_pool_index(current, entry)
+            if plan is None:
+                config = (current["spec"]["gpuPools"][index]["specTemplate"].get("componentConfig") or {})
+                plan = {"editor": editor, "pool": entry, "before": config, "after": config,
+                        "changed": [], "gpupool": rollout.gpupool_name(current, index), "waits": [],
+                        "watcher": None, "trackers": []}
+                self.plans.append(plan)
+            plan["resume"] = True
+            plan["changed"] = sorted(set(plan["changed"]) | {"hypervisor"})
+            if not self.check_mode and self.wait:
+                plan["waits"], plan["watcher"], plan["trackers"] = [], None, []
+                self._start_wait(plan, current)
+
+    def _start_wait(self, plan, tfc):
+        observer = PoolObserver(self.kube, plan["gpupool"], self.namespace)
+        spec = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+        if plan.get("resume"):
+            spec = rollout.set_auto_update(spec, ["hypervisor"], True)
+        for comp in plan["changed"]:
+            if not rollout.auto_update(spec, comp):
+                self.warnings.append("%s: autoUpdate is false on pool %s; the restored %s "
+                                     "configuration is recorded but the operator will not roll it"
+                                     % (comp, plan["pool"], comp))
+            elif observer.consumers(comp) == 0:
+                self.warnings.append("%s: GPUPool %s has nothing for a %s campaign to update; not "
+                                     "waiting for it" % (comp, plan["gpupool"], comp))
+            else:
+                plan["waits"].append(comp)
+        if plan["waits"]:
+            plan["observer"] = observer
+            plan["watcher"] = start_watch(self.kube, plan["gpupool"])
+            before = plan["watcher"].objects.get((None, plan["gpupool"])) or {}
+            plan["trackers"] = [rollout.CampaignTracker(c, before, changed=True) for c in plan["waits"]]
+
+    def finish(self):
+        return [self._finish(plan) for plan in self.plans]
+
+    def _finish(self, plan):
+        editor, pool = plan["editor"], plan["pool"]
+        item = {"cluster": editor.name, "pool": pool, "gpupool": plan["gpupool"],
+                "changed_components": plan["changed"], "waited_for": plan["waits"], "written": False,
+                "diff": {"before_header": "%s pool %s componentConfig" % (editor.name, pool),
+                         "after_header": "%s pool %s componentConfig" % (editor.name, pool),
+                         "before": rollout.redact_for_diff(plan["before"]),
+                         "after": rollout.redact_for_diff(plan["after"])}}
+        if self.check_mode:
+            return item
+        tfc = editor.read()
+        live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, pool)]["specTemplate"]
+        if (live.get("componentConfig") or {}) != plan["after"] or plan.get("resume"):
+            editor.update(_set_component_config(pool, plan["after"], plan.get("resume")))
+            item["written"] = True
+        if plan["waits"]:
+            item["timeline"], item["superseded"] = self._wait(editor, plan)
+        return item
+
+    def _wait(self, editor, plan):
+        """The guarded wait. The helm rollback changes the cluster and the ProviderConfig just
+        before our write, so the operator may start a campaign or two that ours then replaces:
+        while the pool still holds the restored componentConfig, a newer campaign is for it (or for
+        what helm restored) and is followed; once someone else changed the pool, it fails."""
+        trackers, watcher, timeline, superseded = plan["trackers"], plan["watcher"], [], []
+        for _attempt in range(MAX_FOLLOWS):
+            waiter = RolloutWait(plan["observer"], trackers, self.stall_timeout)
+            try:
+                waiter.run(watcher, self.deadline)
+                return timeline + waiter.timeline, superseded
+            except rollout.Superseded as exc:
+                tfc = editor.read()
+                live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+                if (live.get("componentConfig") or {}) != plan["after"]:
+                    raise
+                timeline += waiter.timeline
+                superseded.append(exc.details.get("superseded_by"))
+                watcher = start_watch(self.kube, plan["gpupool"])
+                pool_now = watcher.objects.get((None, plan["gpupool"])) or plan["observer"].read_pool()
+                trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
+        raise rollout.Superseded("%s: the pool's campaign was replaced %d times while it held the "
+                                 "restored componentConfig; giving up" % (plan["gpupool"], MAX_FOLLOWS),
+                                 superseded_by=superseded[-1] if superseded else None)

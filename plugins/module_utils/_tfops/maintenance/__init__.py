@@ -1,0 +1,1 @@
+"""Maintenance windows, the maintenance lock and fencing a run by that lock."""

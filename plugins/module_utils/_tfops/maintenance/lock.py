@@ -1,0 +1,368 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The maintenance lock: a ``coordination.k8s.io/v1`` Lease that at most one runbook holds.
+
+The decisions ("may I take this Lease?", "may I release it?") and the Lease each one writes are
+pure functions of the Lease as read, the caller's identity and the time. ``LeaseLock`` does the
+API calls: it reads, decides, and writes with the resourceVersion it read (create when there is
+no Lease), so that of two acquirers who read the same Lease only one write succeeds; the other
+gets a conflict, reads again and finds the lock held.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import getpass
+import os
+import re
+import socket
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import MANAGED_BY
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import (
+    micro_time,
+    parse_time,
+    utcnow,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
+    InvalidInput,
+    TfopsError,
+)
+
+try:
+    from kubernetes.client import VersionApi
+except ImportError:  # require_kubernetes() reports it
+    VersionApi = None
+
+LEASE_GROUP = "coordination.k8s.io"
+LEASE_API_VERSION = "coordination.k8s.io/v1"  # what a new Lease says when discovery is not asked
+PREFIX = "tensorfusion.ops/"
+ANNOTATION_KEYS = ("purpose", "user", "host", "job-id")
+RELEASED_BY = PREFIX + "released-by"
+RELEASED_AT = PREFIX + "released-at"
+JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
+MAX_ATTEMPTS = 5
+RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# Test-only: seconds to pause between the first read and the write, so that the integration tests
+# can make two real runs read the same Lease before either writes (the race the design is for).
+TEST_PAUSE_VARIABLE = "TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE"
+# Times in the Lease follow the API server's clock, read from a response's Date header (whole
+# seconds): offsets below the tolerance are noise and ignored; above the warning level, said.
+CLOCK_TOLERANCE = 2.0
+CLOCK_WARNING = 30.0
+# Test-only: seconds to add to this host's clock, to show that a wrong host clock does not matter.
+TEST_SKEW_VARIABLE = "TFOPS_TEST_LOCK_CLOCK_SKEW"
+
+
+class LockHeld(TfopsError):
+    """Someone else holds the lock and keeps renewing it."""
+
+
+class NotLockHolder(TfopsError):
+    """Release of a lock that another holder holds."""
+
+
+# --- identity --------------------------------------------------------------------------------
+
+def _user():
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError, ImportError):
+        return "uid-%d" % os.getuid()
+
+
+def job_id(environ=None):
+    """The AWX / Automation Controller job id, when the run is such a job."""
+    environ = os.environ if environ is None else environ
+    for name in JOB_ID_VARIABLES:
+        if environ.get(name):
+            return str(environ[name])
+    return None
+
+
+def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None, pid=None):
+    """Who asks: ``holder`` is the Lease's holderIdentity; the rest is recorded beside it. A
+    ``run`` token (and the controller's ``pid``) tell apart two runs of one user on one host."""
+    if not purpose or not str(purpose).strip():
+        raise InvalidInput("purpose must not be empty")
+    if run is not None and not RUN_ID.match(str(run)):
+        raise InvalidInput("run_id must be 1 to 64 letters, digits, '.', '_' or '-', not %r" % run)
+    user = user or _user()
+    host = host or socket.gethostname()
+    if not holder:
+        tags = "".join(" %s=%s" % (key, value) for key, value in
+                       (("job", job), ("pid", pid), ("run", run)) if value)
+        holder = "%s@%s%s purpose=%s" % (user, host, tags, purpose)
+    return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose))
+
+
+# --- clocks ----------------------------------------------------------------------------------
+
+def host_time():
+    """This host's clock in epoch seconds."""
+    return time.time() + float(os.environ.get(TEST_SKEW_VARIABLE) or 0)
+
+
+def clock_offset(date_header, sent, received):
+    """Seconds to add to this host's clock to read the API server's, from the Date header of a
+    response and this host's clock when the request went out and when the answer came back.
+    Within CLOCK_TOLERANCE (the header's one-second steps plus latency): 0."""
+    if not date_header:
+        return 0.0
+    try:
+        server = email.utils.parsedate_to_datetime(date_header).timestamp() + 0.5
+    except (TypeError, ValueError):
+        return 0.0
+    offset = server - (sent + received) / 2.0
+    return offset if abs(offset) >= CLOCK_TOLERANCE else 0.0
+
+
+# --- reading a Lease -------------------------------------------------------------------------
+
+def _time(value):
+    return parse_time(value) if value else None
+
+
+def lease_view(lease, now=None):
+    """What a Lease says about its lock (None for no Lease); times as aware datetimes."""
+    if lease is None:
+        return None
+    meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    view = dict(
+        name=meta.get("name"), namespace=meta.get("namespace"),
+        holder=spec.get("holderIdentity") or None,
+        acquire_time=_time(spec.get("acquireTime")), renew_time=_time(spec.get("renewTime")),
+        lease_duration_seconds=spec.get("leaseDurationSeconds"),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        resource_version=meta.get("resourceVersion"),
+        purpose=annotations.get(PREFIX + "purpose"), user=annotations.get(PREFIX + "user"),
+        host=annotations.get(PREFIX + "host"), job_id=annotations.get(PREFIX + "job-id"))
+    last = view["renew_time"] or view["acquire_time"]
+    if view["holder"] and last is not None and view["lease_duration_seconds"]:
+        view["expires"] = last + datetime.timedelta(seconds=int(view["lease_duration_seconds"]))
+    else:
+        view["expires"] = None
+    view["stale"] = bool(view["holder"]) and stale(view, now or utcnow())
+    return view
+
+
+def stale(view, now):
+    """A held lock whose holder stopped renewing: past renewTime + leaseDurationSeconds.
+
+    A holder without any time, or without a duration, is taken as stale: such a Lease was not
+    written by a working holder (client-go's leader election reads it the same way)."""
+    if view["expires"] is None:
+        return True
+    return now >= view["expires"]
+
+
+def public_view(view):
+    """The view with ISO times, for results and messages."""
+    if view is None:
+        return None
+    out = dict(view)
+    for key in ("acquire_time", "renew_time", "expires"):
+        out[key] = micro_time(view[key]) if view[key] else None
+    return out
+
+
+def describe_holder(view):
+    since = micro_time(view["acquire_time"]) if view["acquire_time"] else "an unknown time"
+    renewed = micro_time(view["renew_time"]) if view["renew_time"] else "never"
+    expires = micro_time(view["expires"]) if view["expires"] else "unknown"
+    return "%s since %s (last renewed %s, expires %s)" % (view["holder"], since, renewed, expires)
+
+
+# --- decisions (pure) ------------------------------------------------------------------------
+
+def decide_acquire(view, holder, now):
+    """What acquiring means for a Lease as read: (action, warning).
+
+    create (no Lease), take (a Lease nobody holds), renew (held by ``holder``), take_over (held
+    by another holder who stopped renewing past its TTL). Held by another live holder: LockHeld."""
+    if view is None:
+        return "create", None
+    if not view["holder"]:
+        return "take", None
+    if view["holder"] == holder:
+        return "renew", None
+    if stale(view, now):
+        return "take_over", ("took over the maintenance lock %s/%s from %s: its holder stopped "
+                             "renewing it" % (view["namespace"], view["name"], describe_holder(view)))
+    raise LockHeld("the maintenance lock %s/%s is held by %s" % (
+        view["namespace"], view["name"], describe_holder(view)),
+        holder=view["holder"], lease=public_view(view))
+
+
+def decide_release(view, holder, force=False):
+    """What releasing means: (action, warning). none (no Lease or nobody holds it), release (held
+    by ``holder``), force_release (held by another and ``force``); otherwise NotLockHolder."""
+    if view is None or not view["holder"]:
+        return "none", None
+    if view["holder"] == holder:
+        return "release", None
+    if force:
+        return "force_release", "released the maintenance lock %s/%s held by %s (force)" % (
+            view["namespace"], view["name"], describe_holder(view))
+    msg = "refusing to release the maintenance lock %s/%s: it is held by %s, not by %s " \
+          "(force=true breaks it)" % (view["namespace"], view["name"], describe_holder(view), holder)
+    raise NotLockHolder(msg, holder=view["holder"], lease=public_view(view))
+
+
+def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_API_VERSION):
+    """The whole Lease to write for ``action`` (pure; ``lease`` is the one read, or None)."""
+    if lease is None:
+        body = {"apiVersion": api_version, "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+                "spec": {"leaseTransitions": 0}}
+    else:
+        body = {"apiVersion": lease.get("apiVersion") or api_version, "kind": "Lease",
+                "metadata": dict((k, v) for k, v in (lease.get("metadata") or {}).items()
+                                 if k != "managedFields"),
+                "spec": dict(lease.get("spec") or {})}
+    meta, spec = body["metadata"], body["spec"]
+    annotations = dict(meta.get("annotations") or {})
+    stamp = micro_time(now)
+    if action in ("create", "take", "take_over", "renew"):
+        if action != "renew":
+            spec["acquireTime"] = stamp
+        if action in ("take", "take_over") and (spec.get("holderIdentity") or annotations.get(
+                RELEASED_BY)) != me["holder"]:
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec.update(holderIdentity=me["holder"], leaseDurationSeconds=int(ttl), renewTime=stamp)
+        for key in ANNOTATION_KEYS:
+            value = me.get(key.replace("-", "_"))
+            if value:
+                annotations[PREFIX + key] = str(value)
+            else:
+                annotations.pop(PREFIX + key, None)
+        annotations.pop(RELEASED_BY, None)
+        annotations.pop(RELEASED_AT, None)
+    elif action in ("release", "force_release"):
+        for key in ("holderIdentity", "acquireTime", "renewTime"):
+            spec.pop(key, None)
+        for key in ANNOTATION_KEYS:
+            annotations.pop(PREFIX + key, None)
+        annotations[RELEASED_BY] = me["holder"]
+        annotations[RELEASED_AT] = stamp
+    else:
+        raise ValueError("no Lease to write for %s" % action)
+    meta["annotations"] = annotations
+    return body
+
+
+def diff_view(lease):
+    """The parts of a Lease a person reviews in --diff."""
+    if lease is None:
+        return {}
+    meta = lease.get("metadata") or {}
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "annotations": meta.get("annotations") or {}},
+            "spec": lease.get("spec") or {}}
+
+
+# --- the API side ------------------------------------------------------------------------------
+
+class Conflict(Exception):
+    """Another writer changed the Lease between our read and our write."""
+
+
+class LeaseLock:
+    """One Lease, read and written with optimistic concurrency."""
+
+    def __init__(self, kube, namespace, name):
+        self.kube = kube
+        self.namespace = namespace
+        self.name = name
+        self.leases = kube.resource("Lease", group=LEASE_GROUP)  # the served version, by discovery
+        self.desc = "leases/%s in %s" % (name, namespace)
+        self.clock_offset = None
+
+    def server_clock(self):
+        """A clock that reads the API server's time (this host's, corrected by one request), so
+        that hosts whose clocks disagree still agree on when a lock expires."""
+        sent = host_time()
+        _info, _status, headers = self.kube.call(
+            "get", "/version", VersionApi(self.kube.api_client).get_code_with_http_info)
+        received = host_time()
+        self.clock_offset = clock_offset((headers or {}).get("Date"), sent, received)
+        offset = self.clock_offset
+        return lambda: datetime.datetime.fromtimestamp(host_time() + offset, tz=datetime.timezone.utc)
+
+    def read(self):
+        try:
+            return self.kube.call("get", self.desc, self.leases.get, name=self.name,
+                                  namespace=self.namespace).to_dict()
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def write(self, before, body):
+        """Create (when there was no Lease) or replace at the read resourceVersion."""
+        try:
+            if before is None:
+                return self.kube.call("create", self.desc, self.leases.create, body=body,
+                                      namespace=self.namespace).to_dict()
+            return self.kube.call("update", self.desc, self.leases.replace, body=body,
+                                  namespace=self.namespace).to_dict()
+        except ApiError as exc:
+            if exc.status == 409:  # AlreadyExists on create, Conflict on a stale resourceVersion
+                raise Conflict(str(exc))
+            raise
+
+    def change(self, decide, me, ttl, check_mode, clock=None):
+        """Read, decide, write; again from a fresh read after a conflict. ``decide(view, now)``
+        returns (action, warning) or raises. Returns the result for the module. ``clock``
+        defaults to the API server's (see server_clock)."""
+        clock = clock or self.server_clock()
+        offset = round(self.clock_offset or 0.0, 1)
+        notes = []
+        if abs(offset) >= CLOCK_WARNING:
+            notes.append("this host's clock is %.0f s %s the API server's; the lock's times follow "
+                         "the server's clock" % (abs(offset), "ahead of" if offset < 0 else "behind"))
+        for conflicts in range(MAX_ATTEMPTS):
+            before = self.read()
+            now = clock()
+            view = lease_view(before, now)
+            try:
+                action, warning = decide(view, now)
+            except TfopsError as exc:
+                exc.details.update(conflicts=conflicts, clock_offset_seconds=offset)
+                raise
+            result = dict(action=action, changed=action != "none", holder=me["holder"],
+                          previous=public_view(view), conflicts=conflicts,
+                          clock_offset_seconds=offset, warnings=notes + ([warning] if warning else []))
+            if action == "none":
+                result.update(lease=public_view(view), diff=dict(before=diff_view(before),
+                                                                 after=diff_view(before)))
+                return result
+            after = lease_after(before, action, me, self.namespace, self.name, now, ttl,
+                                self.leases.group_version)
+            result["diff"] = dict(before=diff_view(before), after=diff_view(after))
+            if check_mode:
+                result["lease"] = public_view(lease_view(after, now))
+                return result
+            if conflicts == 0 and os.environ.get(TEST_PAUSE_VARIABLE):
+                time.sleep(float(os.environ[TEST_PAUSE_VARIABLE]))
+            try:
+                written = self.write(before, after)
+            except Conflict:
+                continue
+            result["lease"] = public_view(lease_view(written, now))
+            result["diff"]["after"] = diff_view(written)
+            return result
+        raise ApiError("the Lease %s kept changing under us: %d conflicting writes in a row" % (
+            self.desc, MAX_ATTEMPTS), status=409, verb="update", resource=self.desc)
+
+    def acquire(self, me, ttl, check_mode=False, clock=None):
+        return self.change(lambda view, now: decide_acquire(view, me["holder"], now),
+                           me, ttl, check_mode, clock)
+
+    def release(self, me, force=False, check_mode=False, clock=None):
+        return self.change(lambda view, now: decide_release(view, me["holder"], force),
+                           me, None, check_mode, clock)

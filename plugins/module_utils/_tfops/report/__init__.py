@@ -1,0 +1,1 @@
+"""The record of a runbook run: built from the steps' results, rendered, and stored in the cluster."""

@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The record of a runbook run, built from the steps' registered results (pure functions).
+
+Only named fields are copied out of the results (never values, diffs or manifests), so no Secret
+value can reach the report."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.plan import what_changed
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+
+# Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
+BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
+                         "verify_after_rollback", "unlock", "report"])
+MAX_WARNINGS = 50
+NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
+STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed") + \
+    plan_report.PLAN_STATUSES
+# A blocked plan fails its job too: a workflow's approval node never shows a plan that cannot run.
+FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed", "blocked"])
+
+
+def _as_list(result):
+    if result is None:
+        return []
+    return result if isinstance(result, list) else [result]
+
+
+def step_status(results):
+    """ok / changed / failed / skipped of one step from its result(s)."""
+    items = [r for r in _as_list(results) if isinstance(r, dict)]
+    if not items:
+        return "ok"
+    if any(r.get("failed") for r in items):
+        return "failed"
+    if all(r.get("skipped") for r in items):
+        return "skipped"
+    return "changed" if any(r.get("changed") for r in items) else "ok"
+
+
+def step_changed(results):
+    """Whether a step wrote anything: also a step that then failed (its result says changed)."""
+    return any(isinstance(r, dict) and r.get("changed") and not r.get("skipped") for r in _as_list(results))
+
+
+def _message(results):
+    for r in _as_list(results):
+        if isinstance(r, dict) and r.get("failed") and r.get("msg"):
+            return str(r["msg"])
+    return ""
+
+
+def build_steps(marks, results, ended, failed_steps=(), step_errors=None):
+    """Steps in the order they began; a step ends when the next one begins (the last at ``ended``).
+    ``step_errors``: the message of a step whose failing task registered no result of the step's."""
+    steps = []
+    for i, mark in enumerate(marks):
+        if not isinstance(mark, dict) or not mark.get("step") or not mark.get("at"):
+            raise InvalidInput("every entry of steps needs a step name and an 'at' time, not %r" % (mark,))
+        end = marks[i + 1]["at"] if i + 1 < len(marks) else ended
+        started, finished = parse_time(mark["at"]), parse_time(end)
+        status = step_status(results.get(mark["step"]))
+        if mark["step"] in failed_steps:
+            status = "failed"
+        steps.append({"name": mark["step"], "started": mark["at"], "ended": end,
+                      "seconds": round(max(0.0, (finished - started).total_seconds()), 3),
+                      "status": status, "changed": step_changed(results.get(mark["step"])),
+                      "msg": _message(results.get(mark["step"])) or
+                      str((step_errors or {}).get(mark["step"]) or "")})
+    return steps
+
+
+def run_warnings(results):
+    """The warnings the steps' modules gave (an API server outage ridden out, a lock taken over),
+    once each, with the step; module warnings name objects and times, never values."""
+    out, seen = [], set()
+    for step, result in results.items():
+        for r in _as_list(result):
+            for text in (r.get("warnings") or []) if isinstance(r, dict) else []:
+                if (step, text) not in seen and len(out) < MAX_WARNINGS:
+                    seen.add((step, text))
+                    out.append({"step": step, "msg": str(text)})
+    return out
+
+
+def lock_state(taken, release):
+    """What became of the maintenance lock: ``taken`` is the result that took it (None when this
+    run never held it), ``release`` the release's result (None: not tried yet, for the report
+    written before the release)."""
+    if not isinstance(taken, dict) or taken.get("failed") or taken.get("skipped"):
+        return {"held_by_this_run": False}
+    lease = taken.get("lease") or {}
+    state = {"held_by_this_run": True, "name": lease.get("name"), "holder": lease.get("holder") or taken.get("holder")}
+    if isinstance(release, dict) and not release.get("failed") and not release.get("skipped"):
+        return dict(state, released=True)
+    return dict(state, released=False, held_until=lease.get("expires"),
+                msg=release.get("msg") if isinstance(release, dict) else NOT_RELEASED_YET)
+
+
+def paused_pools(pool_results):
+    """Pools that a deadline paused mid-rollout (gpupool_rollout on_deadline=pause)."""
+    return [r.get("pool") or r.get("task_pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
+            for r in _as_list(pool_results) if isinstance(r, dict) and r.get("failed") and r.get("paused")]
+
+
+def decide_status(steps, error, paused, rollback_ran, rollback_ok):
+    """The run's outcome (see STATUSES)."""
+    if error or any(s["status"] == "failed" for s in steps):
+        if paused:
+            return "resumable"
+        if rollback_ran:
+            return "rolled_back" if rollback_ok else "rollback_failed"
+        return "failed"
+    changed = any(s["changed"] for s in steps if s["name"] not in BOOKKEEPING)
+    return "succeeded" if changed else "unchanged"
+
+
+def pool_versions(info):
+    """{pool: {component: image}} from a tf_cluster_info result."""
+    pools = ((info or {}).get("data") or {}).get("pools") or []
+    return dict((p["name"], p.get("images") or {}) for p in pools if isinstance(p, dict) and p.get("name"))
+
+
+def release_version(release=None, snapshot_meta=None):
+    """Chart version, app version and revision from a helm_release result or a snapshot's meta."""
+    for src, rev_key in ((release, "revision_after"), (snapshot_meta, "revision")):
+        if isinstance(src, dict) and src.get("chart_version") and not src.get("failed"):
+            return {"chart": src.get("chart"), "chart_version": src.get("chart_version"),
+                    "app_version": src.get("app_version"), "revision": src.get(rev_key)}
+    return {}
+
+
+def _time_of(event):
+    try:
+        return parse_time(event["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def pool_progress(pool_results):
+    """Per pool: the components rolled, the batches seen and the timeline (seconds from the first event)."""
+    pools = {}
+    for r in _as_list(pool_results):
+        if not isinstance(r, dict) or r.get("skipped"):
+            continue
+        # A failed call's result has no pool keys: the pool as the task named it (task_pool, set by
+        # the gpupool_update role, or the invocation's argument) joins the calls of one pool.
+        name = r.get("task_pool") or ((r.get("invocation") or {}).get("module_args") or {}).get("pool") \
+            or r.get("pool") or r.get("gpupool")
+        if not name:
+            continue
+        entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
+                                        "components": {}, "timeline": [], "nodes": {}, "paused": [],
+                                        "gates": []})
+        for key in ("pool", "gpupool", "cluster"):
+            entry[key] = entry[key] or r.get(key)
+        entry["gpupool"] = entry["gpupool"] or name
+        # A component rolled in any call of the pool is followed to its state in the last call.
+        tracked = set(entry["components"]) | set(r.get("waited_for") or []) | set(r.get("changed_components") or [])
+        for comp, item in (r.get("components") or {}).items():
+            if comp in tracked:
+                first = entry["components"].get(comp) or {"before_hash": item.get("before_hash")}
+                entry["components"][comp] = dict(first, **dict((k, item.get(k)) for k in (
+                    "after_hash", "progress", "synced") if k in item))
+        entry["timeline"].extend(e for e in r.get("timeline") or [] if isinstance(e, dict))
+        entry["nodes"] = r.get("nodes") or entry["nodes"]
+        entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []) |
+                                 set(r.get("gate_paused") or []))
+        entry["gates"].extend(g for g in r.get("gates") or [] if isinstance(g, dict))
+    out = []
+    for entry in pools.values():
+        events = sorted((e for e in entry["timeline"] if _time_of(e)), key=_time_of)
+        start = _time_of(events[0]) if events else None
+        entry["timeline"] = [dict({"time": e["time"], "seconds": round((_time_of(e) - start).total_seconds(), 3),
+                                   "component": e.get("component"), "progress": e.get("progress"),
+                                   "synced": e.get("synced")}, **({"gate": e["gate"]} if e.get("gate") else {}))
+                             for e in events]
+        out.append(entry)
+    return out
+
+
+def findings_of(info):
+    return [dict((k, f.get(k)) for k in ("severity", "code", "message"))
+            for f in ((info or {}).get("findings") or []) if isinstance(f, dict)]
+
+
+def snapshot_summary(snapshot):
+    """The bundle used: a helm_snapshot result (bundle, meta) or a helm_snapshot_info entry (path, ...)."""
+    if not isinstance(snapshot, dict):
+        return None
+    source = dict(snapshot.get("meta") or {}, path=snapshot.get("bundle")) if snapshot.get("bundle") else snapshot
+    if not source.get("path"):
+        return None
+    return dict((k, source.get(k)) for k in ("path", "revision", "chart_version", "app_version", "captured_at")
+                if k in source)
+
+
+def rollback_refused(rollback):
+    """The rollback refused its snapshot before writing anything (helm_release's failed result
+    says so in ``refused``, with ``changed`` false; the rollback role's result when it found no
+    usable bundle too): the run is then ``failed``, as if no rollback had run."""
+    return isinstance(rollback, dict) and bool(rollback.get("failed")) and rollback.get("refused") is True \
+        and not rollback.get("changed")
+
+
+def rollback_message(rollback, steps):
+    """Why a rollback failed: its own result's message, else that of its failed step (a rollback
+    that never started, such as one whose lock renewal found no API server)."""
+    if rollback.get("failed") and rollback.get("msg"):
+        return rollback["msg"]
+    return next((s["msg"] for s in steps if s["name"] in ("rollback", "verify_after_rollback") and s["msg"]), None)
+
+
+def rotation_summary(result):
+    """What a rotation did, from its result (names only, never content): the Secret, what it
+    created and modified, what it put back after a failure, and the old versions it deleted."""
+    if not isinstance(result, dict) or result.get("skipped") or not isinstance(result.get("steps"), list):
+        return None
+    return dict(what_changed(result["steps"]), secret=(result.get("secret") or {}).get("name"),
+                failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
+
+
+def build_record(params, ended):
+    """The JSON record of a run from the run_report module's parameters."""
+    results = params.get("results") or {}
+    error = params.get("error") or None
+    marks = params.get("steps") or []
+    failed_steps = set((error or {}).get("failed_steps") or [])
+    if (error or {}).get("step"):
+        failed_steps.add(error["step"])
+    steps = build_steps(marks, results, ended, failed_steps, (error or {}).get("step_errors"))
+    paused = paused_pools(results.get("pools"))
+    rollback = results.get("rollback") if isinstance(results.get("rollback"), dict) else {}
+    refused = rollback_refused(rollback)
+    rollback_ran = not refused and (
+        any(s["name"] == "rollback" for s in steps) or bool(rollback and not rollback.get("skipped")))
+    rollback_ok = rollback_ran and not rollback.get("failed") and \
+        not failed_steps & set(["rollback", "verify_after_rollback"])
+    status = decide_status(steps, error, paused, rollback_ran, rollback_ok)
+    started = params.get("started") or (marks[0]["at"] if marks else ended)
+    after_info = results.get("verify_after_rollback") if rollback_ran else results.get("verify")
+    record = {
+        "schema": 1,
+        "playbook": params["playbook"],
+        "check_mode": bool(params.get("check_run")),
+        "host": params.get("host"),
+        "status": status,
+        "resumable": status == "resumable",
+        "failed": status in FAILING,
+        "changed": any(s["changed"] for s in steps if s["name"] not in BOOKKEEPING),
+        "started": started,
+        "ended": ended,
+        "seconds": round(max(0.0, (parse_time(ended) - parse_time(started)).total_seconds()), 3),
+        "api_server": next((r.get("api_server") for r in results.values()
+                            if isinstance(r, dict) and r.get("api_server")), None),
+        "steps": steps,
+        "versions": {
+            "before": dict(release_version(snapshot_meta=(snapshot_summary(params.get("snapshot"))
+                                                          if results.get("snapshot") else None)),
+                           pools=pool_versions(results.get("precheck"))),
+            # A rollback that failed leaves the release where the upgrade put it.
+            "after": dict(release_version(release=rollback if rollback_ok else None) or
+                          release_version(release=results.get("upgrade")),
+                          pools=pool_versions(after_info)),
+        },
+        "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
+        "snapshot": snapshot_summary(params.get("snapshot")),
+        "pools": pool_progress(results.get("pools")),
+        "paused_pools": paused,
+        "rollback": {"ok": False, "refused": True, "target_revision": None, "method": None,
+                     "msg": rollback_message(rollback, steps)} if refused else None if not rollback_ran else {
+            "ok": rollback_ok, "refused": False, "target_revision": rollback.get("target_revision"),
+            "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps)},
+        "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
+                                         "msg": str(error.get("msg") or "")},
+        "window": dict((k, (results.get("window") or {}).get(k)) for k in (
+            "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
+        "warnings": run_warnings(results),
+        "lock": lock_state(results.get("lock"), results.get("unlock")),
+        "rotation": rotation_summary(results.get("rotate")),
+    }
+    if record["versions"]["after"].get("chart_version") is None:  # the release did not move
+        record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))
+    if record["check_mode"]:
+        as_plan(record, results)
+    return record
+
+
+def as_plan(record, results):
+    """A check-mode run's record is a plan: its status is planned or blocked (never succeeded),
+    nothing is "after" yet, no snapshot was written, and its pools are the planned batches."""
+    record["plan"] = plan_report.build_plan(record, results)
+    record.update(status=record["plan"]["status"], failed=record["plan"]["status"] in FAILING, resumable=False,
+                  changed=False, snapshot=None, rollback=None)
+    record["versions"]["after"] = {}
+    record["pools"] = [{"pool": p["pool"], "gpupool": p["gpupool"], "cluster": p["cluster"], "planned": True,
+                        "components": dict((c, {"progress": 0}) for c in p["components"]), "paused": [],
+                        "nodes": {"total": p["nodes"]}, "timeline": plan_report.planned_timeline(p)}
+                       for p in record["plan"]["pools"]]
+
+
+def chart_versions(record):
+    """" (chart 1.8.6 -> 1.8.7)", " (chart 1.8.7)" or "" (a runbook that read no release)."""
+    before = record["versions"]["before"].get("chart_version")
+    after = record["versions"]["after"].get("chart_version")
+    if not before and not after:
+        return ""
+    if before == after or not after:
+        return " (chart %s)" % before
+    return " (chart %s -> %s)" % (before or "none", after)
+
+
+def summary_line(record):
+    if record.get("plan"):
+        return "check mode, nothing written - plan of %s on %s: %s" % (
+            record["playbook"], record["host"], plan_report.summary(record))
+    text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
+            "rolled_back": "failed, rolled back to the snapshot and verified",
+            "rollback_failed": "the rollback failed: see the error and the steps",
+            "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
+                p for p in record["paused_pools"] if p),
+            "failed": ("failed after changing the cluster, not rolled back" if record.get("changed")
+                       else "failed before any change") + (
+                " (the snapshot was refused before any write)" if (record.get("rollback") or {}).get("refused")
+                else "")}[record["status"]]
+    lock = record.get("lock") or {}
+    release_failed = lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != NOT_RELEASED_YET
+    held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") if release_failed else ""
+    return "%s%s on %s: %s%s in %ss%s" % (
+        "check mode, nothing written - " if record.get("check_mode") else "",
+        record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]), held)

@@ -1,0 +1,261 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The consumers of a Secret that secret_rotate moves to new content: workloads, a GPU pool
+component's podTemplate in a TensorFusionCluster, a Helm release's values key. Each one can say
+what it references, be repointed (versioned) or marked for a restart (in place), be waited on,
+be verified on its Pods, and be put back."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    TfopsError,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
+    ClusterEditor,
+    PoolObserver,
+    pool_entry_transform,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import Restarter
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
+
+POD_TEMPLATE_FIELD = {"hypervisor": "podTemplate", "worker": "podTemplate"}
+# The container a component's template gets when it names none (the chart's names).
+DEFAULT_CONTAINER = {"hypervisor": "tensor-fusion-hypervisor", "worker": "tensor-fusion-worker"}
+
+
+class VerifyFailed(TfopsError):
+    """A consumer's Pods do not run on the new Secret."""
+
+
+def _ready(pod):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def pods_off_target(pods, target):
+    """Live Pods that are not Ready or do not run on ``target``: ("name", "why") pairs.
+    ``target`` is ("name", secret) for a versioned rotation, ("annotation", key, value) for an
+    in-place one, or ("env", variable, value) for an in-place one on a GPU pool component."""
+    wrong = []
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        if target[0] == "name" and not secretrefs.references(pod.get("spec"), target[1]):
+            wrong.append((pod["metadata"]["name"], "does not reference Secret %s" % target[1]))
+        elif target[0] == "annotation" and \
+                (pod["metadata"].get("annotations") or {}).get(target[1]) != target[2]:
+            wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
+        elif target[0] == "env" and not all(
+                {"name": target[1], "value": target[2]} in (c.get("env") or [])
+                for c in (pod.get("spec") or {}).get("containers") or []):
+            wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
+        elif not _ready(pod):
+            wrong.append((pod["metadata"]["name"], "not Ready"))
+    return wrong
+
+
+class WorkloadConsumer:
+    def __init__(self, kube, kind, name, namespace):
+        self.kube = kube
+        self.kind, self.name, self.namespace = kind, name, namespace
+        self.restarter = Restarter(kube, kind)
+        self.label = "%s %s/%s" % (kind, namespace, name)
+
+    def describe(self):
+        return {"kind": self.kind, "namespace": self.namespace, "name": self.name}
+
+    def read(self):
+        return self.restarter.find(self.namespace, self.name)[0]
+
+    def referenced(self, names):
+        """Which of ``names`` the Pod template uses, from one read."""
+        spec = self.read()["spec"]["template"].get("spec")
+        return [n for n in names if secretrefs.references(spec, n)]
+
+    def repoint(self, old, new, _deadline=None):
+        """Point the Pod template at ``new``; the workload controller rolls it. True if written."""
+        def change(obj):
+            spec = obj["spec"]["template"].get("spec") or {}
+            if not secretrefs.references(spec, old):
+                return None
+            obj["spec"]["template"]["spec"] = secretrefs.repoint(spec, old, new)
+            return obj
+        before = self.referenced([old])
+        optimistic.update(self.kube, self.restarter.api, change, self.name, self.namespace)
+        return bool(before)
+
+    def mark(self, secret_meta, _deadline=None):
+        """Restart for this version of the Secret (in place), unless already done. True if so."""
+        return self.restarter.restart(self.read(), False, False, None, secret=secret_meta)["restarted"]
+
+    def wait(self, deadline, _target):
+        self.restarter.wait(self.read(), deadline)
+
+    def verify(self, target):
+        wrong = pods_off_target(self.restarter.pods_of(self.read()), target)
+        if wrong:
+            raise VerifyFailed("%s: %s" % (self.label, "; ".join("%s %s" % w for w in wrong[:10])),
+                               consumer=self.label)
+
+
+class PoolComponentConsumer:
+    """A pool component's podTemplate in the TensorFusionCluster; the operator rolls its Pods
+    (waited on as gpupool_rollout waits), or, when its autoUpdate is off and the task allows it,
+    the stale Pods are deleted and the operator recreates them from the current spec."""
+
+    def __init__(self, kube, cluster, pool, component, params):
+        self.kube = kube
+        self.editor = ClusterEditor(kube, cluster)
+        self.pool, self.component, self.params = pool, component, params
+        self.label = "TensorFusionCluster %s pool %s %s" % (self.editor.name, pool, component)
+
+    def describe(self):
+        return {"kind": "TensorFusionCluster", "name": self.editor.name, "pool": self.pool,
+                "component": self.component}
+
+    def _entry(self, tfc=None):
+        tfc = tfc or self.editor.read()
+        index = rollout.find_pool_index(tfc, self.pool)
+        return tfc, index, tfc["spec"]["gpuPools"][index]
+
+    def template(self, spec_template=None):
+        spec_template = spec_template if spec_template is not None else self._entry()[2]["specTemplate"]
+        config = (spec_template.get("componentConfig") or {}).get(self.component) or {}
+        return config.get(POD_TEMPLATE_FIELD[self.component]) or {}
+
+    def gpupool(self):
+        tfc, index, _entry = self._entry()
+        return rollout.gpupool_name(tfc, index)
+
+    def referenced(self, names):
+        """Which of ``names`` the component's Pod template uses, from one read."""
+        spec = (self.template().get("template") or {}).get("spec")
+        return [n for n in names if secretrefs.references(spec, n)]
+
+    def auto_update(self):
+        return rollout.auto_update(self._entry()[2]["specTemplate"], self.component)
+
+    def preflight(self):
+        """Refuse, before anything is written, a change that could never reach the Pods."""
+        if self.auto_update():
+            return
+        if self.component != "hypervisor" or not self.params.get("delete_unrolled_pods"):
+            raise InvalidInput(
+                "%s: autoUpdate%s is false, so the operator would never roll the new Secret "
+                "out; turn it on (gpupool_rollout) or, for hypervisors, set "
+                "delete_unrolled_pods so that stale Pods are deleted and recreated" % (
+                    self.label, self.component.capitalize()))
+
+    def _changed_template(self, change):
+        def transform(spec_template):
+            spec_template = dict(spec_template)
+            config = dict(spec_template.get("componentConfig") or {})
+            comp = dict(config.get(self.component) or {})
+            comp[POD_TEMPLATE_FIELD[self.component]] = change(self.template(spec_template))
+            config[self.component] = comp
+            spec_template["componentConfig"] = config
+            return spec_template
+        return transform
+
+    def _write(self, change, deadline):
+        """Write the template change; with autoUpdate on, wait for the rollout like
+        gpupool_rollout does (stale status guarded, stall detected)."""
+        transform = self._changed_template(change)
+        entry_before = self._entry()[2]["specTemplate"]
+        if transform(entry_before) == entry_before:
+            return False
+        if not self.auto_update():
+            self.editor.update(pool_entry_transform(self.pool, transform))
+            return True
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import RolloutTask
+        params = {"cluster": self.editor.name, "pool": self.pool, "state": "present",
+                  "components": {self.component: {}}, "rolling_update": {},
+                  "wait": deadline is not None, "wait_timeout": 0, "deadline": None,
+                  "stall_timeout": self.params.get("stall_timeout"), "on_deadline": "fail",
+                  "wait_until_progress": 100, "namespace": self.params.get("namespace")}
+        RolloutTask(self.kube, params, False, deadline or Deadline(timeout=60),
+                    template_change=transform).run()
+        return True
+
+    def repoint(self, old, new, deadline=None):
+        return self._write(lambda t: secret_plan.repoint_template(t, old, new), deadline)
+
+    def mark(self, secret_meta, deadline=None):
+        key, value = workloads.secret_annotation(secret_meta)
+        return self._write(lambda t: secret_plan.mark_template_env(
+            t, key, value, DEFAULT_CONTAINER[self.component]), deadline)
+
+    def marked(self, key, version):
+        return secret_plan.template_env_mark(self.template(), key) == version
+
+    @staticmethod
+    def _own_target(target):
+        """An in-place rotation's version is in the Pod spec's environment here, not in an
+        annotation (see mark)."""
+        if target[0] == "annotation":
+            return ("env", secret_plan.version_env_name(target[1]), target[2])
+        return target
+
+    def wait(self, deadline, target):
+        """With autoUpdate on, the write already waited. Otherwise give the operator the grace
+        period, then delete the hypervisor Pods still on the old Secret and wait for their
+        replacements."""
+        if self.auto_update():
+            return
+        target = self._own_target(target)
+        observer = self._observer()
+        grace = Deadline(timeout=max(1, int(self.params.get("unrolled_grace") or 0)))
+        watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
+                                label_selector="tensor-fusion.ai/component=hypervisor,"
+                                               "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
+        want = len(observer.gpunodes())
+
+        def rolled(objects):
+            wrong = pods_off_target(objects.values(), target)
+            live = [p for p in objects.values() if not p["metadata"].get("deletionTimestamp")]
+            return not wrong and len(live) == want, "%d of %d hypervisor Pods on the new Secret" % (
+                len(live) - len(wrong), want)
+        try:
+            watcher.wait(rolled, grace if grace.remaining() < deadline.remaining() else deadline)
+            return
+        except TfopsError:
+            if deadline.expired():
+                raise
+        pods = observer.pods
+        for name, _why in pods_off_target(watcher.objects.values(), target):
+            self.kube.call("delete", "pods/%s" % name, pods.delete, name=name,
+                           namespace=observer.namespace)
+        watcher.wait(rolled, deadline)
+
+    def _observer(self):
+        # Component Pods live in the operator's namespace, which is the rotated Secret's (an
+        # imagePullSecret or a mounted Secret must be in the Pod's own namespace).
+        return PoolObserver(self.kube, self.gpupool(), self.params.get("namespace"))
+
+    def verify(self, target):
+        target = self._own_target(target)
+        observer = self._observer()
+        if self.component == "hypervisor":
+            pods = observer.hypervisor_pods()
+            want = len(observer.gpunodes())
+            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            wrong = pods_off_target(pods, target)
+            if wrong or len(live) != want:
+                raise VerifyFailed("%s: %d of %d hypervisor Pods run on the new Secret%s" % (
+                    self.label, len(live) - len(wrong), want,
+                    "; " + "; ".join("%s %s" % w for w in wrong[:10]) if wrong else ""),
+                    consumer=self.label)
+            return
+        pool = observer.read_pool()
+        _hash, progress, synced, _ip = rollout.component_status(pool, self.component)
+        if not synced:
+            raise VerifyFailed("%s: the worker campaign is not synced (progress %s)" % (
+                self.label, progress), consumer=self.label)

@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""secret_rotate's decisions as pure functions: input checks, the versions of a Secret, which
+previous versions go, Helm values repointing, and what a result may show (names, key names and
+content digests, never a value)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+
+FAMILY_LABEL = "ops.tensor-fusion.ai/secret-family"
+FAMILY_ANNOTATION = "ops.tensor-fusion.ai/secret-family"
+DIGEST_ANNOTATION = "ops.tensor-fusion.ai/content-digest"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+POOL_COMPONENTS = ("hypervisor", "worker")  # the components whose Pods come from a podTemplate
+CONSUMER_KINDS = WORKLOAD_KINDS + ("TensorFusionCluster", "HelmRelease")
+_VALUES_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def family_label(base):
+    """A label value naming a Secret's family (label values stop at 63 characters)."""
+    if len(base) <= 63:
+        return base
+    return base[:46] + "-" + hashlib.sha256(base.encode()).hexdigest()[:16]
+
+
+def validate(params):
+    """Everything that can be refused without the cluster; raises InvalidInput."""
+    name = params["name"]
+    if not _DNS_NAME.match(name) or len(name) > 253:
+        raise InvalidInput("name %r is not a valid Secret name" % name)
+    if not params.get("data") and not params.get("string_data"):
+        raise InvalidInput("data or string_data must hold the new content")
+    keys = set(params.get("data") or {}) | set(params.get("string_data") or {})
+    bad = sorted(k for k in keys if not re.match(r"^[-._a-zA-Z0-9]+$", k))
+    if bad:
+        raise InvalidInput("invalid Secret key name(s): %s" % ", ".join(bad))
+    import base64
+    import binascii
+    for key, value in (params.get("data") or {}).items():
+        try:
+            base64.b64decode(str(value), validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput("data.%s is not base64 (use string_data for plain text)" % key)
+    if params["strategy"] == "versioned" and len(name) > 242:
+        raise InvalidInput("name is too long for a versioned Secret (at most 242 characters)")
+    if params.get("delete_old") and not params["wait"]:
+        raise InvalidInput("delete_old needs wait: the old Secret is deleted only after every "
+                           "consumer is verified on the new one")
+    if params.get("keep") is not None and params["keep"] < 0:
+        raise InvalidInput("keep must be 0 or more")
+    for index, consumer in enumerate(params.get("consumers") or []):
+        validate_consumer(consumer, index)
+    if params.get("unrolled_grace") is not None and params["unrolled_grace"] < 0:
+        raise InvalidInput("unrolled_grace must be 0 or more")
+
+
+def validate_consumer(consumer, index=0):
+    kind = consumer.get("kind")
+    where = "consumers[%d]" % index
+    if kind in WORKLOAD_KINDS:
+        if not consumer.get("name"):
+            raise InvalidInput("%s: a %s consumer needs name" % (where, kind))
+    elif kind == "TensorFusionCluster":
+        if not consumer.get("pool"):
+            raise InvalidInput("%s: a TensorFusionCluster consumer needs pool" % where)
+        if consumer.get("component") not in POOL_COMPONENTS:
+            raise InvalidInput("%s: component must be one of %s (the components whose Pods come "
+                               "from a podTemplate), not %s" % (
+                                   where, ", ".join(POOL_COMPONENTS), consumer.get("component")))
+    elif kind == "HelmRelease":
+        if not consumer.get("name") or not consumer.get("values_key"):
+            raise InvalidInput("%s: a HelmRelease consumer needs name (the release) and values_key" % where)
+        if not _VALUES_KEY.match(consumer["values_key"]):
+            raise InvalidInput("%s: values_key %r is not a dotted key path such as imagePullSecrets "
+                               "or controller.admissionWebhooks.secretName" % (where, consumer["values_key"]))
+    else:
+        raise InvalidInput("%s: kind must be one of %s, not %s" % (
+            where, ", ".join(CONSUMER_KINDS), kind))
+
+
+def content_view(name, data, secret_type):
+    """What a result may say about a Secret's content: its key names and a digest."""
+    return {"name": name, "type": secret_type, "keys": sorted(data or {}),
+            "digest": secretrefs.content_digest(data or {}, secret_type)}
+
+
+def version_metadata(base, data, secret_type):
+    """Labels and annotations that make a Secret one version of ``base``."""
+    return ({FAMILY_LABEL: family_label(base)},
+            {FAMILY_ANNOTATION: base, DIGEST_ANNOTATION: secretrefs.content_digest(data, secret_type)})
+
+
+def family_members(secrets, base):
+    """The Secrets that are versions of ``base`` (the base itself included), newest first."""
+    members = [s for s in secrets if s["metadata"]["name"] == base or (
+        (s["metadata"].get("annotations") or {}).get(FAMILY_ANNOTATION) == base)]
+    return sorted(members, key=lambda s: (s["metadata"].get("creationTimestamp") or "",
+                                          s["metadata"]["name"]), reverse=True)
+
+
+def previous_to_delete(members, current, keep, still_used):
+    """Names of previous versions to delete: not the current one, none still referenced by a
+    Pod or template, and not the newest ``keep`` previous ones (members come newest first)."""
+    previous = [m["metadata"]["name"] for m in members if m["metadata"]["name"] != current]
+    return [n for n in previous[keep or 0:] if n not in still_used]
+
+
+def _path_get(values, key_path):
+    node = values
+    for part in key_path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None, False
+        node = node[part]
+    return node, True
+
+
+def _mentions(node, name):
+    if isinstance(node, dict):
+        return any(_mentions(v, name) for v in node.values())
+    if isinstance(node, list):
+        return any(_mentions(v, name) for v in node)
+    return node == name
+
+
+def _replace_strings(node, old, new):
+    if isinstance(node, dict):
+        return dict((k, _replace_strings(v, old, new)) for k, v in node.items())
+    if isinstance(node, list):
+        return [_replace_strings(v, old, new) for v in node]
+    return new if node == old else node
+
+
+def values_references(values, key_path, name):
+    """True when the user values under key_path name the Secret ``name`` (anywhere below it)."""
+    node, found = _path_get(values or {}, key_path)
+    return found and _mentions(node, name)
+
+
+def repoint_values(values, key_path, old, new):
+    """A copy of the user values with every ``old`` under key_path replaced by ``new``."""
+    node, found = _path_get(values or {}, key_path)
+    if not found:
+        return values
+    result = copy.deepcopy(values)
+    parts = key_path.split(".")
+    target = result
+    for part in parts[:-1]:
+        target = target[part]
+    target[parts[-1]] = _replace_strings(node, old, new)
+    return result
+
+
+def repoint_template(template, old, new):
+    """A podTemplate (``{metadata, template: {metadata, spec}}``) with ``old`` renamed ``new``."""
+    template = copy.deepcopy(template or {})
+    inner = template.setdefault("template", {})
+    inner["spec"] = secretrefs.repoint(inner.get("spec") or {}, old, new)
+    return template
+
+
+def version_env_name(annotation_key):
+    """The environment variable that carries a Secret version in a GPU pool component's Pod spec:
+    ``secret.ops.tensor-fusion.ai/registry-creds`` -> ``TFOPS_SECRET_VERSION_REGISTRY_CREDS``."""
+    name = annotation_key.rsplit("/", 1)[-1]
+    return "TFOPS_SECRET_VERSION_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def mark_template_env(template, key, value, default_container):
+    """A podTemplate whose containers carry the Secret version ``value`` as an environment
+    variable. The operator hashes a component's Pod *spec* only (labels and annotations in
+    ``template.metadata`` start no rollout), so the version must be in the spec to roll."""
+    template = copy.deepcopy(template or {})
+    spec = template.setdefault("template", {}).setdefault("spec", {})
+    containers = spec.get("containers") or [{"name": default_container}]
+    name = version_env_name(key)
+    for container in containers:
+        env = [e for e in container.get("env") or [] if e.get("name") != name]
+        container["env"] = env + [{"name": name, "value": value}]
+    spec["containers"] = containers
+    return template
+
+
+def template_env_mark(template, key):
+    """The Secret version that ``mark_template_env`` recorded in a podTemplate, or None."""
+    name = version_env_name(key)
+    containers = (((template or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    values = set(e.get("value") for c in containers for e in c.get("env") or [] if e.get("name") == name)
+    return values.pop() if len(values) == 1 and containers and all(
+        any(e.get("name") == name for e in c.get("env") or []) for c in containers) else None
+
+
+def what_changed(steps):
+    """From a rotation's steps: the Secrets it ``created`` (versions and backups), the objects
+    it ``modified`` (the Secret updated in place, consumers repointed or restarted), what was
+    ``put_back`` after a failure and what could ``not_put_back`` - what a rotation's report lists."""
+    created = [s["detail"] for s in steps if s["step"] in ("create", "backup") and s["status"] == "ok"]
+    modified = []
+    for s in steps:
+        if s["step"] in ("update", "repoint", "restart") and s["status"] == "ok" and s.get("changed", True):
+            what = s.get("consumer") or "Secret %s" % s.get("detail")
+            if what not in modified:
+                modified.append(what)
+    put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] == "ok"]
+    not_put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] != "ok"]
+    return {"created": created, "modified": modified, "put_back": put_back, "not_put_back": not_put_back}

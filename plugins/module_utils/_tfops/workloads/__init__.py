@@ -1,0 +1,1 @@
+"""Deployments, StatefulSets and DaemonSets: rollout decisions and kubectl-style rollout restart."""
