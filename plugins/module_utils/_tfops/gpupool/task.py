@@ -57,7 +57,7 @@ def validate(params):
     return deadline
 
 
-def _plan(params, template, marker, change=None):
+def plan_change(params, template, marker, change=None):
     """(new template, components whose hash changes, marker after) for the task's state;
     ``change`` (template -> template) replaces the task's components settings when given."""
     components = params.get("components") or {}
@@ -120,7 +120,7 @@ class RolloutTask:
         gpupool = rollout.gpupool_name(tfc, index)
         template = tfc["spec"]["gpuPools"][index]["specTemplate"]
         marker = paused_marker(tfc).get(entry_name, [])
-        new, changed, new_marker = _plan(params, template, marker, self.template_change)
+        new, changed, new_marker = plan_change(params, template, marker, self.template_change)
         if params["state"] == "present" and not changed and \
                 new.get("componentConfig") != template.get("componentConfig"):
             self.warnings.append(
@@ -171,7 +171,7 @@ class RolloutTask:
         gated = GatedBatches(self.kube, observer, gate, utcnow()) if gate else None
         if spec_changed or held:
             def change(template):
-                new_template = _plan(params, template, marker, self.template_change)[0]
+                new_template = plan_change(params, template, marker, self.template_change)[0]
                 return _with_interval(new_template, hold) if held else new_template
             editor.update(pool_entry_transform(entry_name, change))
             if new_marker != marker:
