@@ -10,7 +10,8 @@ from bench.proc import REPO  # noqa: F401  (puts the repository on sys.path)
 
 def up(state_dir, nodes):
     from lab import cluster
-    return cluster.up(Path(state_dir), nodes=nodes, cpu_nodes=1, tensorfusion=True, node_lifecycle=nodes <= 100)
+    from lab import tensorfusion as tf
+    return cluster.up(Path(state_dir), nodes=nodes, cpu_nodes=1, addons=[tf.addon()], node_lifecycle=nodes <= 100)
 
 
 def load(state_dir):
@@ -19,6 +20,7 @@ def load(state_dir):
 
 def down(state_dir):
     from lab import cluster
+    from lab import tensorfusion  # noqa: F401  (registers the add-on, which down stops first)
     cluster.down(Path(state_dir))
 
 

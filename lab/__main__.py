@@ -1,4 +1,7 @@
-"""Command line of the lab: ``python -m lab {install,up,down,status,env}``."""
+"""Command line of the lab: ``python -m lab {install,up,down,outage,status,env}``.
+
+It is also where the add-ons are wired in: it imports lab.tensorfusion (which registers the
+``tensorfusion`` add-on) for the commands that start, stop or look at a lab."""
 import argparse
 import json
 import sys
@@ -6,6 +9,14 @@ import time
 from pathlib import Path
 
 from . import cluster, install, paths
+from .errors import InstallError, LabError
+from .state import load_state
+
+
+def _wire_addons():
+    """Register the lab's add-ons; returns the TensorFusion module (for its add-on factory)."""
+    from . import tensorfusion
+    return tensorfusion
 
 
 def main(argv=None) -> int:
@@ -37,15 +48,17 @@ def main(argv=None) -> int:
     sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
     args = parser.parse_args(argv)
     try:
+        # install and env need no add-on (install runs before the Python tools are in place)
+        tensorfusion = None if args.cmd in ("install", "env") else _wire_addons()
         if args.cmd == "install":
             install.ensure_all()
         elif args.cmd == "up":
             started = time.monotonic()
+            addons = [tensorfusion.addon(chart_version=args.chart_version,
+                                         namespace=args.namespace)] if args.tensorfusion else []
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
-                               node_lifecycle=not args.no_node_lifecycle,
-                               tensorfusion=args.tensorfusion, chart_version=args.chart_version,
-                               tf_namespace=args.namespace)
+                               node_lifecycle=not args.no_node_lifecycle, addons=addons)
             print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
         elif args.cmd == "down":
@@ -57,7 +70,7 @@ def main(argv=None) -> int:
             print(json.dumps(info, indent=2))
             return 0 if info["running"] else 1
         elif args.cmd == "env":
-            state = cluster.load_state(args.state.resolve())
+            state = load_state(args.state.resolve())
             if not state:
                 print(f"no lab in {args.state}", file=sys.stderr)
                 return 1
@@ -65,7 +78,7 @@ def main(argv=None) -> int:
             print(f"export TFOPS_LAB_HELM3={paths.helm_binary('3')}")
             print(f"export TFOPS_LAB_HELM4={paths.helm_binary('4')}")
             print(f"export PATH={paths.helm_dir('4')}:$PATH")
-    except (cluster.LabError, install.InstallError) as exc:
+    except (LabError, InstallError) as exc:
         print(f"lab: {exc}", file=sys.stderr)
         return 2
     return 0

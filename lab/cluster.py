@@ -1,48 +1,25 @@
 """Bring the lab's control plane up and down: etcd, kube-apiserver, kube-controller-manager and
-the kubelet stand-in, on free loopback ports, in a state folder of its own."""
+the kubelet stand-in, on free loopback ports, in a state folder of its own (lab.state). What runs
+on top of it (TensorFusion) is an add-on (lab.addons): started after the control plane, stopped
+before it, told about API server restarts; this module imports none of them."""
 import json
 import os
 import secrets
 import shutil
-import socket
 import ssl
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Union
 
+from . import addons as addons_mod
 from . import certs, install, paths, procs
+from .errors import LabError
+from .state import MARKER, claim, free_port, is_lab_folder, load_state, save_state
 
 ADMIN_USER = "tfops-lab-admin"
-# Written into every state folder the lab creates; ``down`` deletes only folders that have it, so
-# a --state pointing at a source folder is refused instead of deleted.
-MARKER = ".tfops-lab-state"
-
-
-class LabError(RuntimeError):
-    """The lab could not be brought up or down; the message says which part and why."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def load_state(state_dir: Path) -> Optional[Dict]:
-    try:
-        return json.loads((state_dir / "state.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _save_state(state_dir: Path, state: Dict) -> None:
-    tmp = state_dir / "state.json.tmp"
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.chmod(0o600)
-    tmp.rename(state_dir / "state.json")
 
 
 def _kubeconfig(server: str, ca: Path, user: Dict) -> str:
@@ -87,23 +64,16 @@ def _wait_for(what: str, check, state: Dict, deadline: float,
     raise LabError(f"timed out waiting for {what} (last: {last}); logs in {state['state_dir']}/logs")
 
 
-def _claim(state_dir: Path) -> None:
-    """Make ``state_dir`` the lab's: a new or empty folder gets the marker; a folder with other
-    content and no marker is not ours to fill or to delete later."""
-    if state_dir.exists() and not (state_dir / MARKER).exists() and any(state_dir.iterdir()):
-        raise LabError(f"{state_dir} is not empty and is not a lab state folder (no {MARKER}); "
-                       "pick an empty or new folder for --state")
-    state_dir.mkdir(parents=True, exist_ok=True)
-    state_dir.chmod(0o700)
-    (state_dir / MARKER).write_text("created by python -m lab up; python -m lab down removes "
-                                    "this folder\n")
-
-
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
-       node_lifecycle: bool = True, timeout: float = 120.0, tensorfusion: bool = False,
-       chart_version: Optional[str] = None, tf_namespace: Optional[str] = None) -> Dict:
+       node_lifecycle: bool = True, timeout: float = 120.0,
+       addons: Sequence[Union[str, addons_mod.Addon]] = (), tensorfusion: bool = False) -> Dict:
+    """Start the control plane, then ``addons`` in their order (add-on objects, or names of
+    registered add-ons with their default options); returns the state. ``tensorfusion=True`` is
+    short for the registered add-on ``tensorfusion`` at its defaults (its module, lab.tensorfusion,
+    must have been imported). A lab already running in ``state_dir`` is returned as it is."""
     state_dir = Path(state_dir).resolve()
-    _claim(state_dir)
+    wanted = addons_mod.resolve(list(addons) + (["tensorfusion"] if tensorfusion else []))
+    claim(state_dir)
     existing = load_state(state_dir)
     if existing and all(procs.alive(r) for r in existing["processes"]):
         return existing
@@ -111,14 +81,14 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
         down(state_dir)
     install.ensure_all()
     bin_dir = paths.kube_bin_dir()
-    _claim(state_dir)
+    claim(state_dir)
     pki = state_dir / "pki"
     certs.make_pki(pki)
     logs = state_dir / "logs"
     token = secrets.token_hex(24)
     (state_dir / "tokens.csv").write_text(f'{token},{ADMIN_USER},tfops-lab-admin,"system:masters"\n')
     (state_dir / "tokens.csv").chmod(0o600)
-    etcd_port, peer_port, api_port, cm_port = (_free_port() for _ in range(4))
+    etcd_port, peer_port, api_port, cm_port = (free_port() for _ in range(4))
     server = f"https://127.0.0.1:{api_port}"
     state = {"state_dir": str(state_dir), "server": server, "token": token,
              "kubeconfig": str(state_dir / "kubeconfig"), "processes": [],
@@ -137,9 +107,9 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-cluster", f"tfops-lab=http://127.0.0.1:{peer_port}",
-            "--listen-metrics-urls", f"http://127.0.0.1:{_free_port()}",
+            "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}",
             "--quota-backend-bytes", str(4 * 1024 ** 3)], logs))
-        _save_state(state_dir, state)
+        save_state(state)
         state["processes"].append(procs.spawn("kube-apiserver", [
             str(bin_dir / "kube-apiserver"), f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -153,7 +123,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--service-cluster-ip-range=10.0.0.0/24",
             "--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
             "--event-ttl=1h", "--v=1"], logs))
-        _save_state(state_dir, state)
+        save_state(state)
         deadline = time.monotonic() + timeout
         _wait_for("kube-apiserver /readyz", lambda: _get(state, "/readyz")[0] == 200,
                   state, deadline)
@@ -166,20 +136,18 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             f"--cert-dir={state_dir / 'cm-certs'}", "--use-service-account-credentials=false",
             "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
             "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"], logs))
-        _save_state(state_dir, state)
+        save_state(state)
         state["processes"].append(procs.spawn("kubelet", [
             sys.executable, "-m", "lab.kubelet", "--kubeconfig", str(state_dir / "kubeconfig"),
             "--gpu-nodes", str(nodes), "--cpu-nodes", str(cpu_nodes),
             "--ready-delay", str(ready_delay)], logs,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}))
-        _save_state(state_dir, state)
+        save_state(state)
         _wait_for("the default ServiceAccount", lambda: _get(
             state, "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, state, deadline)
         _wait_for(f"{nodes + cpu_nodes} Ready Nodes", lambda: _ready_nodes(state) >= nodes + cpu_nodes,
                   state, deadline)
-        if tensorfusion:  # CRDs, chart repo, webhook, operator double, chart installed
-            from . import tensorfusion as tf
-            tf.start(state, chart_version or tf.V1, namespace=tf_namespace or tf.NAMESPACE)
+        addons_mod.start_all(state, wanted, saved=save_state)
     except BaseException as exc:
         # Keep the logs of a failed start for whoever has to find out why.
         kept = state_dir.with_name(state_dir.name + ".failed-logs")
@@ -188,7 +156,10 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             shutil.copytree(state_dir / "logs", kept)
             if isinstance(exc, LabError):
                 exc.args = (f"{exc} (logs kept in {kept})",)
-        down(state_dir)
+        try:
+            down(state_dir)
+        except LabError:
+            pass  # an add-on that also fails to stop: the start's failure is the one to report
         raise
     return state
 
@@ -207,15 +178,22 @@ def down(state_dir: Path) -> None:
     """Stop exactly the processes this lab started (newest first), then remove its state folder,
     which must carry the lab's marker."""
     state_dir = Path(state_dir).resolve()
-    if state_dir.exists() and not (state_dir / MARKER).exists():
+    if state_dir.exists() and not is_lab_folder(state_dir):
         raise LabError(f"{state_dir} is not a lab state folder (no {MARKER}): refusing to stop "
                        "anything or delete it")
     state = load_state(state_dir)
+    failed: Optional[LabError] = None
     if state:
+        try:  # the add-ons first (newest first); their processes are also in the list below
+            addons_mod.stop_all(state)
+        except LabError as exc:
+            failed = exc
         for rec in reversed(state["processes"]):
             procs.stop(rec)
     if state_dir.exists():
         shutil.rmtree(state_dir)
+    if failed:  # everything is stopped and removed all the same
+        raise failed
 
 
 def status(state_dir: Path) -> Dict:
@@ -228,9 +206,12 @@ def status(state_dir: Path) -> Dict:
         ready = _get(state, "/readyz")[0] == 200
     except (urllib.error.URLError, OSError):
         pass
-    return {"running": all(procs_alive.values()) and ready, "state_dir": state["state_dir"],
+    info = {"running": all(procs_alive.values()) and ready, "state_dir": state["state_dir"],
             "server": state["server"], "kubeconfig": state["kubeconfig"],
             "processes": procs_alive, "apiserver_ready": ready}
+    if addons_mod.recorded(state):
+        info["addons"] = addons_mod.health(state)
+    return info
 
 
 def restart_process(state_dir: Path, name: str, down_seconds: float = 0.0) -> Dict:
@@ -249,7 +230,7 @@ def restart_process(state_dir: Path, name: str, down_seconds: float = 0.0) -> Di
             new = procs.spawn(name, rec["argv"], state_dir / "logs",
                               env={**os.environ, **rec.get("env_extra", {})})
             state["processes"][index] = new
-            _save_state(state_dir, state)
+            save_state(state)
             if name == "kube-apiserver":
                 # Only the restarted API server counts here: a client that gave up during the
                 # outage (the operator double does after about 50 s) is the caller's to restart.
@@ -261,25 +242,19 @@ def restart_process(state_dir: Path, name: str, down_seconds: float = 0.0) -> Di
 
 def outage(state_dir: Path, seconds: float, component: str = "kube-apiserver") -> None:
     """An outage of ``seconds`` of kube-apiserver (or etcd): stopped, then started again with the
-    same flags. The operator double is restarted after an API server outage, as its Deployment
-    would restart a crashed operator."""
+    same flags. After an API server outage the lab's add-ons are told (TensorFusion's operator
+    double is restarted, as its Deployment would restart a crashed operator)."""
     if component not in ("kube-apiserver", "etcd"):
         raise LabError(f"an outage is of kube-apiserver or etcd, not {component}")
     restart_process(state_dir, component, down_seconds=seconds)
     if component == "kube-apiserver":
-        state = load_state(Path(state_dir).resolve())
-        if any(r["name"] == "tf-operator" for r in state["processes"]):
-            from . import tensorfusion as tf
-            tf.start_operator(state)
+        addons_mod.api_server_restarted(load_state(Path(state_dir).resolve()))
 
 
 def restart_api_server(state_dir: Path) -> None:
-    """Restart kube-apiserver as a control-plane failover would. The operator double (kopf) gives
-    up when the API server answers 404 for its CRDs while starting, so it is restarted too, as
-    its Deployment would restart a crashed operator; the kubelet stand-in and the modules under
-    test must survive on their own."""
+    """Restart kube-apiserver as a control-plane failover would, then tell the lab's add-ons
+    (TensorFusion's operator double, kopf, gives up when the API server answers 404 for its CRDs
+    while starting, so that add-on restarts it, as its Deployment would restart a crashed
+    operator); the kubelet stand-in and the modules under test must survive on their own."""
     restart_process(state_dir, "kube-apiserver")
-    state = load_state(Path(state_dir).resolve())
-    if any(r["name"] == "tf-operator" for r in state["processes"]):
-        from . import tensorfusion as tf
-        tf.start_operator(state)
+    addons_mod.api_server_restarted(load_state(Path(state_dir).resolve()))

@@ -16,15 +16,12 @@ import zipfile
 from pathlib import Path
 
 from . import paths
+from .errors import InstallError
 
 APT_PACKAGES = ["etcd-server", "golang-go", "rsync", "openssl", "make",
                 "golang-github-modern-go-reflect2-dev"]
 DEB_SRC_FILE = Path("/etc/apt/sources.list.d/tfops-lab-src.sources")
 REFLECT2_SRC = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
-
-
-class InstallError(RuntimeError):
-    """A step of the installation failed; the message says which and why."""
 
 
 def log(msg: str) -> None:

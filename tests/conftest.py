@@ -12,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from lab import cluster, paths  # noqa: E402
+from lab import tensorfusion as tf  # noqa: E402  (the add-on; also registers it for outages)
 
 # The collection's code imports as ansible_collections.tensorfusion.ops...
 COLLECTIONS_ROOT = paths.collections_link(REPO)
@@ -28,7 +29,7 @@ def lab(tmp_path_factory):
     reuse = bool(os.environ.get("TFOPS_TEST_LAB_STATE"))
     # TensorFusion (CRDs, chart v1, operator double, webhook) on 10 GPU nodes: enough for the
     # 20 %-batch examples of the operator reference, small enough for 2 cores.
-    state = cluster.up(state_dir, nodes=10, cpu_nodes=1, tensorfusion=True)
+    state = cluster.up(state_dir, nodes=10, cpu_nodes=1, addons=[tf.addon()])
     yield state
     if not reuse:
         cluster.down(state_dir)

@@ -1,12 +1,12 @@
 """TensorFusion in the lab: CRDs, the operator test double, the Pod webhook, and the test chart.
 
-Entry point: ``start(state, chart_version=V1)`` (``lab up --tensorfusion`` calls it). Helpers for
-tests: ``stop_operator``, ``start_operator``, ``set_knobs``, ``helm_install``.
+The lab's add-on ``tensorfusion`` (``TensorFusion``, registered with lab.addons on import):
+``lab up --tensorfusion`` and ``cluster.up(..., addons=[addon(...)])`` start it after the control
+plane. Its start is ``start(state, chart_version=V1)``, which can also be called on a running lab.
+Helpers for tests: ``stop_operator``, ``start_operator``, ``set_knobs``, ``helm_install``.
 """
 import base64
-import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,26 +16,22 @@ from typing import Dict, List, Optional
 
 import yaml
 
-from .. import paths, procs
-from ..cluster import LabError
+from .. import addons, paths, procs
+from ..errors import LabError
+from ..state import free_port, save_state
 from .chartrepo import V1, V2, VERSIONS  # noqa: F401  (re-exported for tests and the CLI)
 
 NAMESPACE = "tensor-fusion-sys"
 RELEASE = "tensor-fusion-sys"
 CHART = "tensor-fusion"
 KNOBS = "tfops-lab-operator"
+ADDON = "tensorfusion"  # its name among the lab's add-ons (lab.addons)
 CRD_DIR = Path(__file__).resolve().parent.parent / "crds"
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class TensorFusionError(LabError):
     """TensorFusion could not be brought up in the lab; the message says which part and why."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _env() -> Dict[str, str]:
@@ -47,14 +43,6 @@ def _clients(state):
     cfg = client.Configuration()
     config.load_kube_config(state["kubeconfig"], client_configuration=cfg)
     return client.ApiClient(cfg)
-
-
-def _save(state: Dict) -> None:
-    path = Path(state["state_dir"]) / "state.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.chmod(0o600)
-    tmp.rename(path)
 
 
 def install_crds(api_client, timeout: float = 60.0) -> None:
@@ -148,7 +136,7 @@ def start_operator(state: Dict, workers: int = 8, gpus_per_node: int = 1) -> Dic
         "--namespace", namespace_of(state),
         "--workers", str(workers), "--gpus-per-node", str(gpus_per_node)], logs, env=_env())
     state["processes"] = [r for r in state["processes"] if r["name"] != "tf-operator"] + [rec]
-    _save(state)
+    save_state(state)
     return rec
 
 
@@ -239,7 +227,11 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
     """Install the CRDs, start the chart repository, the webhook and the operator double, install
     chart ``chart_version`` with helm 3 into ``namespace`` (the release's and the operator's) and
     wait until every pool is Running. Appends the process records to ``state['processes']`` and
-    the details to ``state['tensorfusion']``; returns the records it started."""
+    the details to ``state['tensorfusion']``; returns the records it started. Called on a running
+    lab, it makes TensorFusion an add-on of that lab (recorded in ``state['addons']``), as
+    ``cluster.up`` does for the add-ons it starts."""
+    if ADDON not in addons.recorded(state):
+        state["addons"] = addons.recorded(state) + [ADDON]
     state_dir = Path(state["state_dir"])
     logs = state_dir / "logs"
     tf_dir = state_dir / "tensorfusion"
@@ -250,7 +242,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
         install_crds(api)
         _webhook_cert(state, tf_dir, namespace)
         _ensure_namespace_and_secret(api, tf_dir, namespace)
-        wh_port, repo_port = _free_port(), _free_port()
+        wh_port, repo_port = free_port(), free_port()
         repo_url = f"http://127.0.0.1:{repo_port}"
         webhook_url = f"https://127.0.0.1:{wh_port}/mutate-v1-pod"
         ca = base64.b64encode((state_dir / "pki" / "ca.crt").read_bytes()).decode()
@@ -270,7 +262,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
                                  "webhook_port": wh_port, "namespace": namespace,
                                  "release": RELEASE, "chart": CHART, "versions": list(VERSIONS),
                                  "chart_version": chart_version, "knobs_configmap": KNOBS}
-        _save(state)
+        save_state(state)
         _wait_http(f"{repo_url}/index.yaml", started[0], "chart repository")
         import ssl
         _wait_http(f"https://127.0.0.1:{wh_port}/healthz", started[1], "webhook",
@@ -281,3 +273,43 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
     finally:
         api.close()
     return started
+
+
+
+class TensorFusion(addons.Addon):
+    """TensorFusion as an add-on of the lab: ``start`` is ``start()`` above with these options;
+    ``stop`` stops its processes (newest first); ``health`` checks they run; after an API server
+    restart the operator double is started again, as its Deployment would restart a crashed
+    operator (kopf gives up when the API server answers 404 for its CRDs while it starts)."""
+
+    name = ADDON
+
+    def __init__(self, chart_version: Optional[str] = None, namespace: Optional[str] = None,
+                 timeout: Optional[float] = None):
+        self.chart_version = chart_version or V1
+        self.namespace = namespace or NAMESPACE
+        self.timeout = timeout
+
+    def start(self, state: Dict) -> None:
+        start(state, self.chart_version, timeout=self.timeout, namespace=self.namespace)
+
+    def stop(self, state: Dict) -> None:
+        for rec in reversed(state["processes"]):
+            if rec["name"].startswith("tf-"):
+                procs.stop(rec)
+
+    def health(self, state: Dict) -> None:
+        _check_alive(state)
+
+    def api_server_restarted(self, state: Dict) -> None:
+        if any(r["name"] == "tf-operator" for r in state["processes"]):
+            start_operator(state)
+
+
+def addon(chart_version: Optional[str] = None, namespace: Optional[str] = None,
+          timeout: Optional[float] = None) -> TensorFusion:
+    """The add-on with these options (None: chart ``V1``, namespace ``NAMESPACE``)."""
+    return TensorFusion(chart_version=chart_version, namespace=namespace, timeout=timeout)
+
+
+addons.register(ADDON, addon)

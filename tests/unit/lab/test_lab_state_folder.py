@@ -2,27 +2,28 @@
 that points at a source folder is refused instead of deleted; `lab up` will not fill one either."""
 import pytest
 
-from lab import cluster
+from lab import cluster, state
+from lab.errors import LabError
 
 
 def test_down_refuses_a_folder_without_the_marker(tmp_path):
     (tmp_path / "Chart.yaml").write_text("name: precious\n")
-    with pytest.raises(cluster.LabError, match="not a lab state folder"):
+    with pytest.raises(LabError, match="not a lab state folder"):
         cluster.down(tmp_path)
     assert (tmp_path / "Chart.yaml").read_text() == "name: precious\n"
 
 
 def test_up_refuses_a_non_empty_folder_without_the_marker(tmp_path):
     (tmp_path / "values.yaml").write_text("a: 1\n")
-    with pytest.raises(cluster.LabError, match="not empty and is not a lab state folder"):
+    with pytest.raises(LabError, match="not empty and is not a lab state folder"):
         cluster.up(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["values.yaml"]
 
 
 def test_down_removes_a_marked_folder_and_ignores_a_missing_one(tmp_path):
-    state = tmp_path / "lab"
-    cluster._claim(state)
-    (state / "logs").mkdir()
-    cluster.down(state)
-    assert not state.exists()
+    folder = tmp_path / "lab"
+    state.claim(folder)
+    (folder / "logs").mkdir()
+    cluster.down(folder)
+    assert not folder.exists()
     cluster.down(tmp_path / "never-made")
