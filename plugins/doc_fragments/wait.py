@@ -6,6 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
+    # A module with other defaults names only the option and its default; the text stays here.
     DOCUMENTATION = r"""
 options:
   wait:
@@ -24,5 +25,24 @@ options:
         M(tensorfusion.ops.maintenance_window)) after which no wait goes on.
       - The earlier of O(deadline) and O(wait_timeout) ends the wait; a wait that ends this way
         fails and says what it was waiting for and what was still missing.
+      - A deadline that has already passed is refused before anything is written.
+    type: str
+"""
+
+    # For modules that always wait (there is no O(wait) to turn it off).
+    TIMEOUT = r"""
+options:
+  wait_timeout:
+    description:
+      - How many seconds to wait at most.
+    type: int
+    default: 600
+  deadline:
+    description:
+      - An absolute time (ISO 8601, for example the end of a maintenance window as returned by
+        M(tensorfusion.ops.maintenance_window)) after which no wait goes on.
+      - The earlier of O(deadline) and O(wait_timeout) ends the wait; a wait that ends this way
+        fails and says what it was waiting for and what was still missing.
+      - A deadline that has already passed is refused before anything is written.
     type: str
 """

@@ -29,14 +29,18 @@ description:
   - Digests of what may hold secrets (values, inputs, pool settings) are salted PBKDF2-SHA256 with
     the plan's own salt; no value is ever in a result or in the plan.
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Both states only read; check mode changes nothing.
+    details: Both states only read; check mode changes nothing.
   diff_mode:
     support: none
-    description: Nothing is written, so there is no diff.
+    details: Nothing is written, so there is no diff.
+  idempotent:
+    support: full
+    details: Only reads.
 options:
   state:
     description: Read the identity (V(captured)) or check a saved plan (V(verified)).
@@ -72,7 +76,7 @@ options:
   playbook:
     description: With O(state=verified), the runbook that applies the plan (it must be the one that made it).
     type: str
-  host:
+  inventory_host:
     description: With O(state=verified), the inventory host (the cluster) whose plan to apply.
     type: str
     default: localhost
@@ -102,7 +106,7 @@ EXAMPLES = r"""
     state: verified
     plan: /var/lib/change/upgrade-plan.json
     playbook: upgrade
-    host: "{{ inventory_hostname }}"
+    inventory_host: "{{ inventory_hostname }}"
     inputs: "{{ change_inputs }}"
     max_age: 43200
 """
@@ -147,7 +151,7 @@ drift:
 import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.runs import change_plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.runs import run_change_plan
 
 
 def main():
@@ -159,7 +163,7 @@ def main():
              inputs=dict(type="raw", default={}),
              plan=dict(type="raw"),
              playbook=dict(type="str"),
-             host=dict(type="str", default="localhost"),
+             inventory_host=dict(type="str", default="localhost"),
              max_age=dict(type="int", default=86400)),
         required_if=[("state", "verified", ["plan", "playbook"])],
         supports_check_mode=True)
@@ -168,7 +172,7 @@ def main():
             module.params["inputs"] = json.loads(module.params["inputs"])
         except ValueError:
             pass
-    tfmodule.run(module, change_plan)
+    tfmodule.run(module, run_change_plan)
 
 
 if __name__ == "__main__":

@@ -149,19 +149,6 @@ options:
     type: str
     choices: [present, paused, resumed]
     default: present
-  wait:
-    description: Whether to wait for the rollout.
-    type: bool
-    default: true
-  wait_timeout:
-    description: Seconds to wait at most.
-    type: int
-    default: 3600
-  deadline:
-    description:
-      - Absolute time (ISO 8601), such as a maintenance window's end, after which no wait goes on.
-        A deadline already past is refused before any write.
-    type: str
   stall_timeout:
     description:
       - Fail when no progress is seen for this many seconds, naming the Pending GPUNodes and the
@@ -328,16 +315,23 @@ options:
           headers:
             description: Request headers.
             type: dict
+  wait_timeout:
+    default: 3600
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.wait
   - tensorfusion.ops.fence
 attributes:
   check_mode:
     support: full
-    description: Writes nothing; returns the diff, the batches and an estimated duration.
+    details: Writes nothing; returns the diff, the batches and an estimated duration.
   diff_mode:
     support: full
-    description: Shows the pool's componentConfig and rolling policy before and after (secret-looking env values masked).
+    details: Shows the pool's componentConfig and rolling policy before and after (secret-looking env values masked).
+  idempotent:
+    support: full
+    details: A pool already at the requested settings is left alone; a rollout the operator is still running is waited for, not started again.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -515,11 +509,8 @@ diff:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import (
-    RolloutTask,
-    validate,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC, wait_arg_spec
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import run_rollout
 
 
 def _dict(**options):
@@ -562,27 +553,6 @@ GATE_OPTIONS = dict(
 )
 
 
-def _prune(value):
-    """Drop the None that Ansible fills in for every sub-option left out."""
-    if isinstance(value, dict):
-        return dict((k, _prune(v)) for k, v in value.items() if v is not None)
-    return value
-
-
-def rollout_pool(module):
-    params = dict(module.params)
-    params["components"] = _prune(params["components"]) or {}
-    params["rolling_update"] = _prune(params["rolling_update"]) or {}
-    params["gates"] = _prune(params["gates"])
-    deadline = validate(params)
-    with tfmodule.connected(module, deadline) as kube:
-        task = RolloutTask(kube, params, module.check_mode, deadline)
-        result = task.run()
-    tfmodule.warn_all(module, task.warnings)
-    result["api_server"] = kube.server
-    return result
-
-
 def main():
     module = tfmodule.new_module(
         dict(**FENCE_ARG_SPEC, cluster=dict(type="str"),
@@ -597,15 +567,13 @@ def main():
                                   batch_percentage=dict(type="int"),
                                   batch_interval=dict(type="str")),
              state=dict(type="str", default="present", choices=["present", "paused", "resumed"]),
-             wait=dict(type="bool", default=True),
-             wait_timeout=dict(type="int", default=3600),
-             deadline=dict(type="str"),
+             **wait_arg_spec(timeout=3600),
              stall_timeout=dict(type="int", default=600),
              on_deadline=dict(type="str", default="fail", choices=["fail", "pause"]),
              wait_until_progress=dict(type="int", default=100),
              gates=_dict(**GATE_OPTIONS)),
         supports_check_mode=True)
-    tfmodule.run(module, rollout_pool)
+    tfmodule.run(module, run_rollout)
 
 
 if __name__ == "__main__":

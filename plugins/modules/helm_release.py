@@ -273,20 +273,24 @@ options:
     description: Path of the helm binary; C(helm) on E(PATH) when left out.
     type: path
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
     support: full
-    description: Renders against the API server with a server-side dry run and returns the values and manifest diff; writes nothing.
+    details: Renders against the API server with a server-side dry run and returns the values and manifest diff; writes nothing.
   diff_mode:
     support: full
-    description: Returns the values and manifest before and after (and the restored componentConfig), with secrets hashed.
+    details: Returns the values and manifest before and after (and the restored componentConfig), with secrets hashed.
   platform:
     platforms: kubernetes
     support: full
-    description: Runs the helm CLI and talks to the Kubernetes API.
+    details: Runs the helm CLI and talks to the Kubernetes API.
+  idempotent:
+    support: full
+    details: A release whose chart, values and flags are unchanged is not upgraded again (no new revision).
 requirements:
   - helm 3.13 or later, or helm 4
 author:
@@ -534,7 +538,7 @@ def main():
              binary_path=dict(type="path"),
              **WAIT_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, lambda m: run_release(m, deadline_from(m.params)))
+    tfmodule.run(module, run_release, deadline=deadline_from)
 
 
 if __name__ == "__main__":

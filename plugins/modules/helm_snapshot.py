@@ -136,18 +136,22 @@ options:
     description: Path of the helm binary; C(helm) on E(PATH) when left out.
     type: path
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Reads everything and returns what it would capture and prune; writes nothing (no Secret, no folder, not even a missing key Secret).
+    details: Reads everything and returns what it would capture and prune; writes nothing (no Secret, no folder, not even a missing key Secret).
   diff_mode:
     support: none
-    description: Returns no diff.
+    details: Returns no diff.
   platform:
     platforms: kubernetes
     support: full
-    description: Runs the helm CLI and talks to the Kubernetes API.
+    details: Runs the helm CLI and talks to the Kubernetes API.
+  idempotent:
+    support: none
+    details: Each run with O(state=present) captures a new restore point; O(state=absent) is idempotent.
 requirements:
   - helm 3 or helm 4
 author:

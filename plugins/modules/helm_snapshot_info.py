@@ -72,18 +72,22 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Reads only.
+    details: Reads only.
   diff_mode:
     support: none
-    description: Returns no diff.
+    details: Returns no diff.
   platform:
     platforms: kubernetes
     support: full
-    description: Reads local files and the Kubernetes API (Secrets of the snapshot type).
+    details: Reads local files and the Kubernetes API (Secrets of the snapshot type).
+  idempotent:
+    support: full
+    details: Only reads.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """

@@ -89,14 +89,18 @@ options:
     type: int
     default: 0
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Reads the Lease and says what it would do (and fails when the lock is held); writes nothing.
+    details: Reads the Lease and says what it would do (and fails when the lock is held); writes nothing.
   diff_mode:
     support: full
-    description: Shows the Lease's annotations and spec before and after.
+    details: Shows the Lease's annotations and spec before and after.
+  idempotent:
+    support: partial
+    details: Acquiring a lock this holder already holds renews it (a write); releasing a free lock writes nothing.
 notes:
   - The Lease's times, and whether its holder stopped renewing, follow the API server's clock (read
     from the C(Date) header of one request, to about a second), so hosts whose clocks disagree still
@@ -235,34 +239,8 @@ api_server:
   type: str
   sample: https://k8s.example.com:6443
 """
-
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_pid
-
-
-def change_lock(module):
-    params = module.params
-    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id(),
-                             run=params["run_id"], pid=controller_pid() if params["run_id"] else None)
-    if params["ttl"] < 1:
-        raise InvalidInput("ttl must be at least 1 second")
-    if params["retry_timeout"] < 0:
-        raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
-                           "not %d" % params["retry_timeout"])
-    with tfmodule.connected(module, Deadline(timeout=params["retry_timeout"] or None)) as kube:
-        lock = locks.LeaseLock(kube, params["namespace"], params["name"])
-        if params["state"] == "acquired":
-            result = lock.acquire(me, params["ttl"], check_mode=module.check_mode)
-        else:
-            result = lock.release(me, force=params["force"], check_mode=module.check_mode)
-    tfmodule.warn_all(module, result.pop("warnings"))
-    if not module._diff:
-        result.pop("diff")
-    result["api_server"] = kube.server
-    return result
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_lock
 
 
 def main():
@@ -277,7 +255,7 @@ def main():
              force=dict(type="bool", default=False),
              retry_timeout=dict(type="int", default=0)),
         supports_check_mode=True)
-    tfmodule.run(module, change_lock)
+    tfmodule.run(module, run_lock)
 
 
 if __name__ == "__main__":

@@ -100,18 +100,22 @@ options:
         "what if". A time without an offset is read in O(timezone).
     type: str
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: The module only reads, so it runs fully in check mode.
+    details: The module only reads, so it runs fully in check mode.
   diff_mode:
     support: none
-    description: Nothing is changed, so there is nothing to show.
+    details: Nothing is changed, so there is nothing to show.
   platform:
     platforms: kubernetes
     support: full
-    description: Talks to the Kubernetes API only to read the pool's declared window.
+    details: Talks to the Kubernetes API only to read the pool's declared window.
+  idempotent:
+    support: full
+    details: Only reads.
 notes:
   - "Daylight-saving changes are handled as cron handles them: a window due at a wall-clock time the
     clock skips opens at the moment of the jump; one due at a time that occurs twice opens once, at
@@ -266,66 +270,8 @@ msg:
   type: str
   sample: "inside the window 2026-11-30 02:02 CST to 2026-11-30 06:02 CST: 2h38m0s left, deadline 2026-11-30 05:57 CST"
 """
-
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
-
-
-def read_pool(module):
-    """(cron expressions, maxDuration, source) declared by the pool, read from the cluster."""
-    params = module.params
-    with tfmodule.connected(module) as kube:
-        source = dict(type="pool")
-        if params["cluster"]:
-            spec, name = windows.cluster_pool_spec(kube, params["cluster"], params["pool"])
-            source["cluster"] = params["cluster"]
-        else:
-            spec, name = windows.gpupool_spec(kube, params["pool"])
-        includes, max_duration = windows.pool_policy_window(spec)
-        source.update(pool=name, cron=includes, max_duration=max_duration)
-    return includes, max_duration, source, kube.server
-
-
-def evaluate_window(module):
-    params = module.params
-    if not params["start"]:
-        windows.require_croniter()
-    tz = windows.get_zone(params["timezone"])
-    margin = windows.parse_duration(params["safety_margin"], "safety_margin")
-    now = windows.parse_instant(params["now"], tz, "now") if params["now"] else utcnow()
-    extra = {}
-    if params["start"]:
-        start = windows.parse_instant(params["start"], tz, "start")
-        end = windows.parse_instant(params["end"], tz, "end")
-        result = windows.explicit_window(start, end, now, margin, tz)
-        source = dict(type="explicit")
-    else:
-        if params["cron"]:
-            expressions = params["cron"]
-            duration = windows.parse_duration(params["duration"], "duration")
-            source = dict(type="cron", cron=expressions)
-        else:
-            expressions, max_duration, source, extra["api_server"] = read_pool(module)
-            duration = windows.parse_duration(params["duration"] or max_duration,
-                                              "duration" if params["duration"] else
-                                              "the pool's maxDuration")
-        if expressions:
-            schedules = windows.parse_schedules(expressions, tz)
-            source["duration_seconds"] = int(duration.total_seconds())
-            result = windows.scheduled_window(schedules, duration, now, margin, tz)
-        else:
-            undeclared = "the pool %s declares no maintenanceWindow.includes" % source["pool"]
-            if params["when_undeclared"] == "open":
-                result = windows.evaluate(now, None, None, None, None, margin, tz, always_open=True)
-                result["msg"] = "%s: maintenance may run at any time" % undeclared
-            else:
-                result = windows.evaluate(now, None, None, None, None, margin, tz)
-                result["msg"] = "%s and when_undeclared=closed: never open" % undeclared
-    result.update(extra, source=source, changed=False)
-    if params["mode"] == "enforce":
-        windows.enforce(result)
-    return result
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_window
 
 
 def main():
@@ -346,7 +292,7 @@ def main():
                             ("start", "duration"), ("cron", "pool"), ("cron", "cluster")],
         required_together=[("start", "end")],
         required_by=dict(cron=("duration",)))
-    tfmodule.run(module, evaluate_window)
+    tfmodule.run(module, run_window)
 
 
 if __name__ == "__main__":

@@ -66,18 +66,21 @@ options:
       - API server URL written into the kubeconfig; defaults to the one this module talks to.
     type: str
   wait_timeout:
-    description: Seconds to wait for the token controller to fill the token Secret.
-    type: int
     default: 60
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.wait.TIMEOUT
 attributes:
   check_mode:
     support: full
-    description: Reads every object and says what it would create, change or delete; writes nothing.
+    details: Reads every object and says what it would create, change or delete; writes nothing.
   diff_mode:
     support: full
-    description: Shows names, labels, rules, role references and subjects before and after (never a token).
+    details: Shows names, labels, rules, role references and subjects before and after (never a token).
+  idempotent:
+    support: full
+    details: Objects already as desired are left alone.
 notes:
   - The credentials running this module need to create ServiceAccounts, Secrets, ClusterRoles,
     Roles and their bindings, and to hold (or be allowed to C(escalate) and C(bind)) every
@@ -142,76 +145,9 @@ api_server:
   returned: always
   type: str
 """
-
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import Forbidden
-
-
-def verify(module, roles):
-    """Fail with the first missing permission (all of them in ``missing``); write nothing."""
-    with tfmodule.connected(module) as kube:
-        missing = access.missing_access(kube, access.access_checks(roles))
-    texts = [access.check_text(m["attributes"]) for m in missing]
-    if missing:
-        first = missing[0]
-        raise Forbidden("forbidden: %s (%s needs it)%s" % (
-            texts[0], first["role"], "; also missing: %s" % ", ".join(texts[1:]) if texts[1:] else ""),
-            verb=first["attributes"]["verb"], resource=access.check_resource(first["attributes"]),
-            namespace=first["attributes"]["namespace"],
-            missing=texts, api_server=kube.server)
-    return {"changed": False, "missing": [], "api_server": kube.server, "roles": role_names(roles),
-            "service_account": None}
-
-
-def grant(module):
-    params = module.params
-    roles = access.desired_roles(params["manifests"], params.get("role_namespace"))
-    if params["state"] == "verified":
-        return verify(module, roles)
-    sa_name, namespace = params["service_account"], params["namespace"]
-    sa = access.service_account(sa_name, namespace)
-    secret = access.token_secret(params.get("token_secret") or "%s-token" % sa_name, sa_name, namespace)
-    objects = [sa] + roles + [access.binding_for(r, sa_name, namespace) for r in roles]
-    if params.get("kubeconfig_path"):
-        objects.append(secret)
-    with tfmodule.connected(module) as kube:
-        work = access.Access(kube, module.check_mode)
-        file_changed = False
-        if params["state"] == "present":
-            for obj in objects:
-                work.apply(obj)
-            if params.get("kubeconfig_path") and not module.check_mode:
-                token, ca_data = work.token(secret, Deadline(timeout=params["wait_timeout"]))
-                module.no_log_values.add(token)
-                text = access.kubeconfig_text(params.get("server") or kube.server, ca_data, token, sa_name)
-                file_changed = access.write_private(params["kubeconfig_path"], text)
-            elif params.get("kubeconfig_path"):
-                file_changed = not _exists(params["kubeconfig_path"])
-        else:
-            for obj in reversed(objects):
-                work.remove(obj)
-            if params.get("kubeconfig_path"):
-                file_changed = access.remove_file(params["kubeconfig_path"], module.check_mode)
-    result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,
-              "roles": role_names(roles),
-              "service_account": "%s/%s" % (namespace, sa_name), "api_server": kube.server}
-    if params.get("kubeconfig_path"):
-        result["kubeconfig_path"] = params["kubeconfig_path"]
-    if module._diff:
-        result["diff"] = work.diff
-    return result
-
-
-def role_names(roles):
-    return ["/".join(p for p in (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"]) if p)
-            for r in roles]
-
-
-def _exists(path):
-    import os
-    return os.path.exists(path)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import deadline_from, wait_arg_spec
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.access import run_access
 
 
 def main():
@@ -224,9 +160,9 @@ def main():
              kubeconfig_path=dict(type="path"),
              token_secret=dict(type="str", no_log=False),
              server=dict(type="str"),
-             wait_timeout=dict(type="int", default=60)),
+             **wait_arg_spec(wait=False, timeout=60)),
         supports_check_mode=True)
-    tfmodule.run(module, grant)
+    tfmodule.run(module, run_access, deadline=deadline_from)
 
 
 if __name__ == "__main__":

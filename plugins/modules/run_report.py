@@ -62,7 +62,7 @@ options:
     description: Name of the runbook (V(upgrade), V(rollback), V(precheck)).
     type: str
     required: true
-  host:
+  inventory_host:
     description: The cluster's name in the inventory.
     type: str
     default: localhost
@@ -124,7 +124,7 @@ options:
   plan_out:
     description:
       - With O(check_run) and O(plan_identity), the plan file to write (0600; folders 0700). One
-        file holds one plan per O(host), so the hosts of a fleet's plan run share it; each host's
+        file holds one plan per O(inventory_host), so the hosts of a fleet's plan run share it; each host's
         plan is replaced, the others are kept.
       - A blocked plan is written too (with its blocking findings); applying it is refused.
     type: path
@@ -135,18 +135,22 @@ options:
     default: 86400
     version_added: 0.2.0
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Builds the record and returns it; writes nothing, neither files nor a ConfigMap.
+    details: Builds the record and returns it; writes nothing, neither files nor a ConfigMap.
   diff_mode:
     support: none
-    description: Returns no diff.
+    details: Returns no diff.
   platform:
     platforms: posix
     support: full
-    description: Writes local files; the Kubernetes API for O(store=cluster).
+    details: Writes local files; the Kubernetes API for O(store=cluster).
+  idempotent:
+    support: none
+    details: Each run writes the report of a run (a new folder and ConfigMap).
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -159,7 +163,7 @@ EXAMPLES = r"""
     keep: 10
     dest: ~/tfops-artifacts
     playbook: upgrade
-    host: "{{ inventory_hostname }}"
+    inventory_host: "{{ inventory_hostname }}"
     steps: "{{ tfops_marks }}"
     results:
       precheck: "{{ precheck_info }}"
@@ -259,62 +263,8 @@ record:
   type: dict
 """
 
-import os
-
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
-
-NOT_STORED = "the report was not stored in the cluster (%s)%s"
-
-
-def store_in_cluster(module, record, files, folder):
-    """(the ConfigMap of the report or None, whether anything was written). A failure is a warning:
-    the cluster copy never fails the task (it runs in the runbooks' rescue/always path, where the
-    run's own failure must stay the one reported, and the local copy must still be written); a
-    write that went through before it (the ConfigMap made, the pruning failed) still counts."""
-    params = module.params
-    local = " - the local report is in %s" % folder if folder else " - only the run's summary remains"
-    kube = None
-    try:
-        with tfmodule.connected(module) as kube:
-            stored = report_store.store_in_cluster(kube, params["namespace"], record["playbook"], record["started"],
-                                                   record["host"], files, params["keep"])
-    except TfopsError as exc:
-        module.warn(NOT_STORED % (exc.msg, local))
-        return None, bool(kube is not None and kube.written)
-    except Exception as exc:  # pylint: disable=broad-except  # anything else as well: see above
-        module.warn(NOT_STORED % ("%s: %s" % (type(exc).__name__, exc), local))
-        return None, bool(kube is not None and kube.written)
-    if stored["dropped"]:
-        module.warn("the report's %s did not fit in ConfigMap %s and was left out (report.json holds it all)" % (
-            ", ".join(stored["dropped"]), stored["ref"]))
-    return stored, True
-
-
-def save_plan(module, record):
-    """(the sealed plan, the file written or None) of a check-mode run with a plan identity."""
-    params = module.params
-    identity = params.get("plan_identity") or {}
-    if not record.get("plan") or not identity.get("salt"):
-        if record.get("plan") and params.get("plan_out"):
-            module.warn("the plan was not saved to %s: what it was made from could not be read (see the "
-                        "change_plan task's failure)" % params["plan_out"])
-        return None, None
-    upgrade = (params.get("results") or {}).get("upgrade")
-    plan = plans.saved_plan(dict(record, summary=report.summary_line(record)), identity["salt"],
-                            identity.get("identity"), (upgrade or {}).get("plan_identity") if isinstance(upgrade, dict) else None,
-                            params["plan_max_age"])
-    if not params.get("plan_out") or module.check_mode:
-        return plan, None
-    try:
-        return plan, plans.write_plan_file(params["plan_out"], record["host"], plan)
-    except OSError as exc:
-        module.fail_json(msg="cannot write the plan to %s: %s" % (params["plan_out"], exc))
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.run import run_report
 
 
 def main():
@@ -324,7 +274,7 @@ def main():
              namespace=dict(type="str", default="tensor-fusion-sys"),
              keep=dict(type="int", default=10),
              playbook=dict(type="str", required=True),
-             host=dict(type="str", default="localhost"),
+             inventory_host=dict(type="str", default="localhost"),
              started=dict(type="str"),
              steps=dict(type="list", elements="dict", default=[]),
              results=dict(type="dict", default={}),
@@ -336,35 +286,7 @@ def main():
              plan_max_age=dict(type="int", default=86400)),
         required_if=[("store", "local", ["dest"]), ("store", "both", ["dest"])],
         supports_check_mode=True)
-    params = module.params
-    local, cluster = params["store"] in ("local", "both"), params["store"] in ("cluster", "both")
-    try:
-        if params["keep"] < 1:
-            raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
-        if params["plan_max_age"] < 1:
-            raise InvalidInput("plan_max_age must be a positive number of seconds, not %d" % params["plan_max_age"])
-        record = report.build_record(params, micro_time(utcnow()))
-        if cluster:
-            report_store.report_labels(record["playbook"])  # a playbook that cannot label it: refused now
-    except (TfopsError, ValueError) as exc:
-        module.fail_json(msg="cannot build the report: %s" % getattr(exc, "msg", exc))
-    files = report_render.report_files(record)
-    folder, written = None, []
-    if local and module.check_mode:
-        folder = os.path.join(os.path.abspath(params["dest"]), report_render.run_folder_name(record))
-    elif local:
-        try:
-            folder, written = report_render.write_report(params["dest"], record, files)
-        except OSError as exc:
-            module.fail_json(msg="cannot write the report into %s: %s" % (params["dest"], exc))
-    stored, cluster_written = store_in_cluster(module, record, files, folder) \
-        if cluster and not module.check_mode and not params["check_run"] else (None, False)
-    plan, plan_file = save_plan(module, record)
-    module.exit_json(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file,
-                     status=record["status"], failed_run=record["failed"],
-                     resumable=record["resumable"], cluster_changed=record["changed"],
-                     summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
-                     report_ref=stored["ref"] if stored else None, record=record)
+    tfmodule.run(module, run_report)
 
 
 if __name__ == "__main__":

@@ -122,16 +122,20 @@ options:
     description: Path of the helm 3 or helm 4 binary for HelmRelease consumers; C(helm) on C(PATH) by default.
     type: path
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
     support: full
-    description: Lists the consumers found and what would be created, repointed, restarted and deleted.
+    details: Lists the consumers found and what would be created, repointed, restarted and deleted.
   diff_mode:
     support: full
-    description: Shows references (versioned) or the content digest (in place) before and after.
+    details: Shows references (versioned) or the content digest (in place) before and after.
+  idempotent:
+    support: full
+    details: A Secret that already holds the content, with its consumers moved over, is left alone.
 notes:
   - A chart-managed Secret with a fixed name, such as C(tf-cloud-vendor-credentials), is rotated with
     O(strategy=in_place); a Secret named in the chart's values is rotated with O(strategy=versioned)
@@ -282,7 +286,6 @@ put_back:
   sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller points at registry-credentials again"]
 """
 
-import base64
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import (
@@ -290,41 +293,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.plan import validate
-
-
-def hide_values(module):
-    """Every form a value can take in output: as given, encoded and decoded."""
-    for value in (module.params.get("string_data") or {}).values():
-        module.no_log_values.update([str(value), base64.b64encode(str(value).encode()).decode()])
-    for value in (module.params.get("data") or {}).values():
-        module.no_log_values.add(str(value))
-        try:
-            module.no_log_values.add(base64.b64decode(str(value)).decode())
-        except (ValueError, UnicodeDecodeError):
-            pass
-
-
-def rotate(module):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import RotateTask
-    validate(module.params)
-    deadline = deadline_from(module.params)
-    helm = None
-    with tfmodule.connected(module, deadline) as kube:
-        try:
-            if any(c["kind"] == "HelmRelease" for c in module.params.get("consumers") or []):
-                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
-                helm, _server = open_helm(module)
-            task = RotateTask(kube, module.params, module.check_mode, deadline, helm)
-            result = task.run()
-        finally:
-            if helm is not None:
-                helm.close()
-    tfmodule.warn_all(module, task.warnings)
-    if not module._diff:
-        result.pop("diff", None)
-    result["api_server"] = kube.server
-    return result
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import run_rotation
 
 
 def main():
@@ -354,8 +323,7 @@ def main():
              **WAIT_ARG_SPEC),
         supports_check_mode=True,
         required_one_of=[("data", "string_data")])
-    hide_values(module)
-    tfmodule.run(module, rotate)
+    tfmodule.run(module, run_rotation, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -50,22 +50,22 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description: Seconds to wait for the Pod to become Ready.
-    type: int
     default: 180
-  deadline:
-    description: Absolute time (ISO 8601) after which the wait stops, such as a window's end.
-    type: str
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.wait.TIMEOUT
   - tensorfusion.ops.fence
 attributes:
   check_mode:
     support: full
-    description: Creates nothing; returns the Pod it would create.
+    details: Creates nothing; returns the Pod it would create.
   diff_mode:
     support: none
-    description: Leaves nothing behind, so there is nothing to diff.
+    details: Leaves nothing behind, so there is nothing to diff.
+  idempotent:
+    support: full
+    details: The test Pod is created and removed in every run; nothing stays behind, and C(changed) is false.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -108,21 +108,8 @@ namespace:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.acceptance_run import run_acceptance
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import deadline_from
-
-
-def accept(module):
-    deadline = deadline_from(dict(module.params, wait=True))
-    with tfmodule.connected(module, deadline) as kube:
-        result = run_acceptance(kube, module.params, module.check_mode, deadline)
-    result["api_server"] = kube.server
-    if not result["passed"] and not module.check_mode:
-        failed = [c for c in result["checks"] if not c["ok"]]
-        module.fail_json(msg="acceptance failed: %s" % "; ".join(
-            "%s (%s)" % (c["check"], c["detail"]) for c in failed), **result)
-    return result
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC, deadline_from, wait_arg_spec
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.acceptance_run import run_acceptance_pod
 
 
 def main():
@@ -132,9 +119,9 @@ def main():
              tflops_request=dict(type="str", default="1"), vram_request=dict(type="str", default="1Gi"),
              isolation=dict(type="str", default="soft", choices=["shared", "soft", "hard", "partitioned"]),
              is_local_gpu=dict(type="bool", default=True), keep=dict(type="bool", default=False),
-             wait_timeout=dict(type="int", default=180), deadline=dict(type="str")),
+             **wait_arg_spec(wait=False, timeout=180)),
         supports_check_mode=True)
-    tfmodule.run(module, accept)
+    tfmodule.run(module, run_acceptance_pod, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -131,14 +131,18 @@ options:
         description: Sentence for the finding.
         type: str
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    details: Read-only; runs the same in check mode.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to diff.
+    details: Changes nothing, so there is nothing to diff.
+  idempotent:
+    support: full
+    details: Only reads.
 requirements:
   - jmespath (for O(rules))
 author:
@@ -273,29 +277,8 @@ api_requests:
   type: int
   sample: 14
 """
-
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import Gatherer
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-
-
-def gather(module):
-    params = module.params
-    findings.validate_rules(params["rules"])
-    if params["findings_per_code"] < 0:
-        raise InvalidInput("findings_per_code must be 0 (no limit) or more")
-    with tfmodule.connected(module) as kube:
-        data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
-                        params["events_limit"], params["workloads"], params["cached_reads"],
-                        params["lock_name"]).gather()
-    found = findings.builtin_findings(data, params["own_lock_holder"]) + \
-        findings.custom_findings(data, params["rules"])
-    order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
-    found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))
-    shown, omitted = findings.cap_per_code(found, params["findings_per_code"])
-    return dict(changed=False, data=data, findings=shown, findings_omitted=omitted,
-                summary=findings.summarize(found), api_server=kube.server, api_requests=kube.requests)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import run_info
 
 
 def main():
@@ -315,7 +298,7 @@ def main():
                  expression=dict(type="str", required=True),
                  description=dict(type="str")))),
         supports_check_mode=True)
-    tfmodule.run(module, gather)
+    tfmodule.run(module, run_info)
 
 
 if __name__ == "__main__":

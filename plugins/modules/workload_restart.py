@@ -66,16 +66,20 @@ options:
         description: Namespace of the Secret; defaults to O(namespace).
         type: str
 extends_documentation_fragment:
+  - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
     support: full
-    description: Reports which workloads would restart; writes nothing.
+    details: Reports which workloads would restart; writes nothing.
   diff_mode:
     support: full
-    description: Shows the restart annotation before and after for each restarted workload.
+    details: Shows the restart annotation before and after for each restarted workload.
+  idempotent:
+    support: partial
+    details: With O(restarted_after) or O(restarted_after_secret), a workload restarted since then is left alone; otherwise each run restarts.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """
@@ -160,38 +164,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import (
-    Restarter,
-    read_secret_metadata,
-)
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import RESTARTED_AT
-
-
-def restart_workloads(module):
-    params = module.params
-    deadline = deadline_from(params)
-    with tfmodule.connected(module, deadline) as kube:
-        restarter = Restarter(kube, params["kind"])
-        after = parse_time(params["restarted_after"]) if params["restarted_after"] else None
-        secret = None
-        if params["restarted_after_secret"]:
-            ref = params["restarted_after_secret"]
-            secret = read_secret_metadata(kube, ref["name"], ref.get("namespace") or params["namespace"])
-        targets = restarter.find(params["namespace"], params["name"], params["label_selectors"])
-        results = [restarter.restart(obj, module.check_mode, params["wait"], deadline,
-                                     restarted_after=after, secret=secret, restart=params["restart"])
-                   for obj in targets]
-    result = dict(changed=any(r["restarted"] for r in results), workloads=results,
-                  api_server=kube.server)
-    if module._diff:
-        result["diff"] = [dict(
-            before_header="%s/%s" % (r["namespace"], r["name"]),
-            after_header="%s/%s" % (r["namespace"], r["name"]),
-            before="%s: %s\n" % (RESTARTED_AT, r["previous_restarted_at"]) if r["previous_restarted_at"] else "",
-            after="%s: %s\n" % (RESTARTED_AT, r.get("restarted_at", "(set at restart)")))
-            for r in results if r["restarted"]]
-    return result
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import run_restart
 
 
 def main():
@@ -210,7 +183,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "label_selectors"),
                             ("restarted_after", "restarted_after_secret")])
-    tfmodule.run(module, restart_workloads)
+    tfmodule.run(module, run_restart, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
@@ -32,25 +31,26 @@ def load_plan(source, host):
     return plans.plan_of(source, host, where)
 
 
-def _identity(module, salt):
-    params = module.params
-    with tfmodule.connected(module) as kube:
+def _identity(ctx, salt):
+    params = ctx.params
+    with ctx.connected() as kube:
         identity = live_identity(kube, params["namespace"], params["release"], salt)
     identity["inputs"] = plans.digest(params["inputs"] or {}, salt)
     return identity, kube.server
 
 
-def change_plan(module):
-    params = module.params
+def run_change_plan(ctx):
+    """change_plan's body (core/module.py's contract)."""
+    params = ctx.params
     if params["max_age"] <= 0:
         raise InvalidInput("max_age must be a positive number of seconds, not %d" % params["max_age"])
     if params["state"] == "captured":
         salt = params.get("salt") or plans.new_salt()
-        identity, server = _identity(module, salt)
+        identity, server = _identity(ctx, salt)
         return {"changed": False, "salt": salt, "identity": identity, "api_server": server}
-    plan = load_plan(params["plan"], params["host"])
-    plans.check_sealed(plan, params["max_age"], utcnow(), params["playbook"], params["host"])
-    identity, server = _identity(module, plan["salt"])
+    plan = load_plan(params["plan"], params["inventory_host"])
+    plans.check_sealed(plan, params["max_age"], utcnow(), params["playbook"], params["inventory_host"])
+    identity, server = _identity(ctx, plan["salt"])
     recorded = dict((k, v) for k, v in (plan.get("identity") or {}).items() if k != HELM_PART)
     drift = plans.drift(recorded, identity)
     if drift:

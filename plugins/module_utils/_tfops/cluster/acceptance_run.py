@@ -9,6 +9,7 @@ import uuid
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import acceptance
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    AcceptanceFailed,
     ApiError,
     WaitTimeout,
 )
@@ -82,3 +83,14 @@ def _summary(pod):
             "env": [{"name": e.get("name"), "value": e.get("value")} for c in spec.get("containers") or []
                     for e in c.get("env") or []],
             "phase": (pod.get("status") or {}).get("phase")}
+
+
+def run_acceptance_pod(ctx):
+    """tf_acceptance's body (core/module.py's contract): a failed check fails the task."""
+    with ctx.connected() as kube:
+        result = run_acceptance(kube, ctx.params, ctx.check_mode, ctx.deadline)
+    if not result["passed"] and not ctx.check_mode:
+        failed = [c for c in result["checks"] if not c["ok"]]
+        raise AcceptanceFailed("acceptance failed: %s" % "; ".join(
+            "%s (%s)" % (c["check"], c["detail"]) for c in failed), api_server=kube.server, **result)
+    return result

@@ -23,5 +23,14 @@ FENCE_ARG_SPEC = dict(
 )
 
 
+def wait_arg_spec(wait=True, timeout=600):
+    """The options of the ``wait`` doc fragment (``wait=False``: its TIMEOUT part, for modules
+    that always wait), with the module's own default timeout."""
+    spec = dict(WAIT_ARG_SPEC, wait_timeout=dict(type="int", default=timeout))
+    if not wait:
+        del spec["wait"]
+    return spec
+
+
 def deadline_from(params):
     return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))

@@ -49,3 +49,8 @@ class WaitTimeout(TfopsError):
 class RolloutFailed(TfopsError):
     """A rollout that cannot finish by waiting longer (a Deployment past its progress deadline):
     the wait ends at once with the cause instead of at its deadline."""
+
+
+class AcceptanceFailed(TfopsError):
+    """The acceptance Pod ran, but a check of what the webhook injected or of its readiness
+    failed: ``checks`` in the result say which."""

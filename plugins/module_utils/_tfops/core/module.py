@@ -2,7 +2,8 @@
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every module's main() shares: the auth options merged into the argument spec, credential
-values from a dict kubeconfig registered as no_log values, and typed errors turned into fail_json."""
+values from a dict kubeconfig registered as no_log values, the one contract of a module's body
+(``run(module, body)`` with a ``Context``), and typed errors turned into fail_json."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
     kubeconfig_secrets,
     resolve_auth,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
 
 
 def argument_spec(**module_options):
@@ -49,7 +50,7 @@ def connect(module):
 
 
 @contextlib.contextmanager
-def connected(module, deadline=None):
+def connected(module, deadline=None, warnings=None):
     """``with connected(module) as kube:`` - the connection is closed however the block ends, a
     typed failure names the API server and says whether anything was written, the outages ridden
     out become warnings, and ``kube.server`` stays readable after it for the result. With a
@@ -68,7 +69,10 @@ def connected(module, deadline=None):
             exc.details.setdefault("warnings", []).extend(outages)
         raise
     else:
-        warn_all(module, kube.outages.warnings())
+        if warnings is None:
+            warn_all(module, kube.outages.warnings())
+        else:
+            warnings.extend(kube.outages.warnings())
     finally:
         kube.close()
 
@@ -98,10 +102,66 @@ def fail(module, exc, **result):
     module.fail_json(msg=exc.msg, error=type(exc).__name__, **result)
 
 
-def run(module, body):
-    """Call body(module) -> result dict; exit_json with it, or fail_json on a typed error."""
+class Context:
+    """What a module's body and its Task work with besides their params: check and diff mode,
+    the deadline, the warnings they collect, and (inside ``connected()``) the API client as
+    ``kube``. A Task run inside another one gets a Context of its own: ``Context(kube=...)``."""
+
+    def __init__(self, module=None, kube=None, check_mode=None, diff_mode=None, deadline=None):
+        self.module = module
+        self.params = module.params if module is not None else {}
+        self.check_mode = bool(module.check_mode if check_mode is None and module is not None else check_mode)
+        self.diff_mode = bool(getattr(module, "_diff", False) if diff_mode is None else diff_mode)
+        self.deadline = deadline
+        self.warnings = []
+        self.kube = kube
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def hide(self, values, min_length=1):
+        """Values that must never appear in output (a token the body reads, a rotated value);
+        Ansible masks them wherever they show. ``min_length`` skips fragments too short to mask."""
+        if self.module is not None:
+            self.module.no_log_values.update(str(v) for v in values or [] if v and len(str(v)) >= min_length)
+
+    @contextlib.contextmanager
+    def connected(self, deadline=None):
+        """The module's connection (see ``connected``), retried until ``deadline`` or the body's."""
+        with connected(self.module, deadline if deadline is not None else self.deadline,
+                       self.warnings) as kube:
+            self.kube = kube
+            yield kube
+
+
+def refuse_past(deadline, given):
+    """A deadline that has passed before the body starts is refused before any write."""
+    if given and deadline is not None and deadline.expired():
+        raise InvalidInput("deadline %s has already passed" % given)
+
+
+def run(module, body, deadline=None, past_deadline_ok=False):
+    """The one contract of a module's body: ``body(ctx) -> result``.
+
+    ``deadline(params) -> Deadline`` for modules that wait: a deadline option that has already
+    passed is refused before the body runs (unless ``past_deadline_ok(params)``: a rollout told to
+    pause at its deadline still pauses). Warnings go one way, ``ctx.warn``; ``diff`` is returned
+    exactly when diff mode is on; ``api_server`` names the cluster whenever the body connected."""
+    ctx = Context(module)
     try:
-        result = body(module)
+        if deadline is not None:
+            ctx.deadline = deadline(module.params)
+            if not (past_deadline_ok and past_deadline_ok(module.params)):
+                refuse_past(ctx.deadline, module.params.get("deadline"))
+        result = body(ctx)
     except TfopsError as exc:
+        exc.details["warnings"] = ctx.warnings + list(exc.details.get("warnings") or [])
+        if ctx.kube is not None:
+            exc.details.setdefault("api_server", ctx.kube.server)
         fail(module, exc)
+    warn_all(module, ctx.warnings)
+    if not ctx.diff_mode:
+        result.pop("diff", None)
+    if ctx.kube is not None:
+        result.setdefault("api_server", ctx.kube.server)
     module.exit_json(**result)

@@ -102,14 +102,34 @@ def _diff(entry_name, before, after):
             "before": view(before), "after": view(after)}
 
 
+def _prune(value):
+    """Drop the None that Ansible fills in for every sub-option left out."""
+    if isinstance(value, dict):
+        return dict((k, _prune(v)) for k, v in value.items() if v is not None)
+    return value
+
+
+def run_rollout(ctx):
+    """gpupool_rollout's body (core/module.py's contract)."""
+    params = dict(ctx.params)
+    for option in ("components", "rolling_update"):
+        params[option] = _prune(params[option]) or {}
+    params["gates"] = _prune(params["gates"])
+    ctx.deadline = validate(params)
+    with ctx.connected():
+        return RolloutTask(ctx, params).run()
+
+
 class RolloutTask:
-    def __init__(self, kube, params, check_mode, deadline, template_change=None):
+    """One Task signature (core/module.py): the context, the params, and what this task adds."""
+
+    def __init__(self, ctx, params, template_change=None):
         self.template_change = template_change
-        self.kube = kube
+        self.kube = ctx.kube
         self.params = params
-        self.check_mode = check_mode
-        self.deadline = deadline
-        self.warnings = []
+        self.check_mode = ctx.check_mode
+        self.deadline = ctx.deadline
+        self.warnings = ctx.warnings
 
     def run(self):
         params = self.params

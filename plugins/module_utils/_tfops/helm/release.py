@@ -259,19 +259,20 @@ def summary(info):
 
 # ---- the task -----------------------------------------------------------------------------------
 class ReleaseTask:
-    """One helm_release run. ``on_secret(values)`` registers strings that must never be shown."""
+    """One helm_release run (one Task signature, core/module.py): the context, the params, and
+    the helm CLI. Secret-looking strings it meets are registered with the context (masked)."""
 
-    def __init__(self, helm, params, check_mode, diff_mode, deadline, on_secret, kube=None):
+    def __init__(self, ctx, params, helm):
         self.helm = helm
         self.params = params
-        self.check_mode = check_mode
-        self.diff_mode = diff_mode
-        self.deadline = deadline
-        self.on_secret = on_secret
-        self.kube = kube
+        self.check_mode = ctx.check_mode
+        self.diff_mode = ctx.diff_mode
+        self.deadline = ctx.deadline
+        self.on_secret = lambda values: ctx.hide(values, min_length=3)
+        self.kube = ctx.kube
         self._exists_cache = {}
-        self.warnings = []
-        self.keeper = pool_keeper.PoolKeeper(kube, helm.temp_dir, helm.major, params.get("keep_pools", True))
+        self.warnings = ctx.warnings
+        self.keeper = pool_keeper.PoolKeeper(self.kube, helm.temp_dir, helm.major, params.get("keep_pools", True))
         self.held, self._providers, self._providers_before = [], {}, {}
         self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],
                        "helm_version": helmcli.version_text(helm.version), "command": None,

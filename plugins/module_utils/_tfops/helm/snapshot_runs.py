@@ -66,41 +66,42 @@ def described(kube, params, stores, namespace, release=None, **verify_kwargs):
 
 
 # ---- helm_snapshot ------------------------------------------------------------------------------
-def run_snapshot(module):
+def run_snapshot(ctx):
+    """helm_snapshot's body (core/module.py's contract)."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import (
         _connect,
-        _on_secret,
+        on_secret,
         open_helm,
     )
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import recorded_flags
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.capture import capture, ensure_key
-    params = module.params
+    params = ctx.params
     stores = stores_of(params["store"])
     if params["state"] == "absent":
-        return _remove(module, stores)
+        return _remove(ctx, stores)
     recorded_flags(params.get("helm_flags"))  # refuse a flag outside the allow-list first
     if params.get("signing_key"):
         signing.key_from_text(params["signing_key"])  # refused before anything is read
     snapshots.to_prune([], params.get("keep"))  # a keep below 1 is refused before anything is read
-    helm, server = open_helm(module)
-    kube = _connect(module)
+    helm, server = open_helm(ctx)
+    kube = _connect(ctx)
     try:
         created = []
 
         def get_key():
-            key, made = ensure_key(kube, params["namespace"], params.get("signing_key"), module.check_mode)
+            key, made = ensure_key(kube, params["namespace"], params.get("signing_key"), ctx.check_mode)
             created.append(made)
             return key
 
         with helm:
-            name, meta, files, key = capture(kube, helm, params, _on_secret(module), get_key)
+            name, meta, files, key = capture(kube, helm, params, on_secret(ctx), get_key)
         result = {"changed": True, "api_server": server, "meta": meta, "store": params["store"],
                   "files": sorted(list(files) + [snapshots.INDEX]),
                   "signing_key": _key_summary(key, params["namespace"], created[0]),
                   "locations": [], "pruned": [], "secrets": []}
         for store in stores:
             write = _write_cluster if store == CLUSTER else _write_local
-            location, pruned, secrets = write(kube, module, name, meta, files, key)
+            location, pruned, secrets = write(kube, ctx, name, meta, files, key)
             result["locations"].append(location)
             result["pruned"].extend(pruned)
             result["secrets"].extend(secrets)
@@ -116,23 +117,23 @@ def _cluster_bodies(meta, files, key):
                                       snapshot_store.pack(files, key))
 
 
-def _ours(kube, module, meta, store):
-    params = module.params
+def _ours(kube, ctx, meta, store):
+    params = ctx.params
     items = described(kube, params, (store,), params["namespace"], params["name"], signed=False)
     return snapshots.select([i for i in items if i["store"] == store], params["name"],
                             params["namespace"], meta["cluster_uid"])
 
 
-def _write_cluster(kube, module, name, meta, files, key):
+def _write_cluster(kube, ctx, name, meta, files, key):
     bodies = _cluster_bodies(meta, files, key)
     names = [b["metadata"]["name"] for b in bodies]
     location = snapshot_store.reference(meta["namespace"], names[0])
-    keep = module.params.get("keep")
-    if module.check_mode:
-        ours = _ours(kube, module, meta, CLUSTER)
+    keep = ctx.params.get("keep")
+    if ctx.check_mode:
+        ours = _ours(kube, ctx, meta, CLUSTER)
         return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)], names
     store_kube.create_bundle(kube, bodies)
-    pruned = snapshots.to_prune(_ours(kube, module, meta, CLUSTER), keep)
+    pruned = snapshots.to_prune(_ours(kube, ctx, meta, CLUSTER), keep)
     for item in pruned:
         store_kube.remove_bundle(kube, item["namespace"], _parts(item))
     return location, [i["location"] for i in pruned], names
@@ -144,15 +145,15 @@ def _parts(item):
             for i, n in enumerate(item["secrets"], 1)]
 
 
-def _write_local(kube, module, name, meta, files, key):
-    dest = local_dest(module.params)
-    keep = module.params.get("keep")
-    if module.check_mode:
+def _write_local(kube, ctx, name, meta, files, key):
+    dest = local_dest(ctx.params)
+    keep = ctx.params.get("keep")
+    if ctx.check_mode:
         location = os.path.join(dest, name)
-        ours = _ours(kube, module, meta, LOCAL)
+        ours = _ours(kube, ctx, meta, LOCAL)
         return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)], []
     location = snapshots.write_bundle(dest, name, files, key)
-    pruned = snapshots.to_prune(_ours(kube, module, meta, LOCAL), keep)
+    pruned = snapshots.to_prune(_ours(kube, ctx, meta, LOCAL), keep)
     for item in pruned:
         snapshots.remove_bundle(item["location"])
     return location, [i["location"] for i in pruned], []
@@ -164,15 +165,15 @@ def _key_summary(key, namespace, created):
             "secret": None if key.source == "option" else "%s/%s" % (namespace, signing.SECRET_NAME)}
 
 
-def _remove(module, stores):
+def _remove(ctx, stores):
     """state=absent: ``bundle`` (a folder, a folder name in dest, or a secret:// reference), or every
     bundle of the release in the stores."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import _connect
-    params = module.params
+    params = ctx.params
     given = params.get("bundle")
     if given and not snapshot_store.is_reference(given):
         given = given if os.path.isabs(given) else os.path.join(local_dest(params), given)
-    kube = _connect(module) if CLUSTER in (_stores_for(given) if given else stores) else None
+    kube = _connect(ctx) if CLUSTER in (_stores_for(given) if given else stores) else None
     try:
         if given and snapshot_store.is_reference(given):
             namespace, name = snapshot_store.parse_reference(given)
@@ -187,7 +188,7 @@ def _remove(module, stores):
         for location, namespace, parts in targets:
             if parts is None and not os.path.isfile(os.path.join(location, snapshots.INDEX)):
                 raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % location)
-            if module.check_mode:
+            if ctx.check_mode:
                 continue
             if parts is None:
                 snapshots.remove_bundle(location)
@@ -204,19 +205,20 @@ def _stores_for(location):
 
 
 # ---- helm_snapshot_info -------------------------------------------------------------------------
-def run_snapshot_info(module):
+def run_snapshot_info(ctx):
+    """helm_snapshot_info's body (core/module.py's contract)."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import _connect
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.capture import (
         cluster_identity,
         read_key,
     )
-    params = module.params
+    params = ctx.params
     stores = stores_of(params["store"])
     uid, server = params.get("cluster_uid"), None
     given = signing.key_from_text(params["signing_key"]) if params.get("signing_key") else None
     keys, warnings = {}, []
     # Connected for the cluster store, the cluster's identity and the keys (unless all are given).
-    kube = _connect(module) if CLUSTER in stores or (params["verify_cluster"] and not (uid and given)) else None
+    kube = _connect(ctx) if CLUSTER in stores or (params["verify_cluster"] and not (uid and given)) else None
     verifying = kube is not None and params["verify_cluster"]
 
     def key_for(meta):
@@ -244,7 +246,7 @@ def run_snapshot_info(module):
         if kube is not None:
             kube.close()
     for warning in warnings:
-        module.warn(warning)
+        ctx.warn(warning)
     chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
                               uid if params["only_this_cluster"] else None)
     return {"changed": False, "bundles": chosen, "cluster_uid": uid, "api_server": server,

@@ -29,33 +29,30 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.relea
 FIELD_MANAGER = "tensorfusion.ops"
 
 
-def _on_secret(module):
-    def register(values):
-        for value in values or []:
-            if value and len(str(value)) >= 3:
-                module.no_log_values.add(str(value))
-    return register
+def on_secret(ctx):
+    """How the helm tasks register secret-looking strings: masked wherever they show (three
+    characters or more: shorter fragments would mask unrelated text)."""
+    return lambda values: ctx.hide(values, min_length=3)
 
 
-def open_helm(module):
+def open_helm(ctx):
     """(Helm, api server URL) for the module's auth options and binary_path."""
-    auth = resolve_auth(module.params)
+    auth = resolve_auth(ctx.params)
     cfg = build_configuration(auth)
     kubeconfig = helmcli.kubeconfig_from_configuration(cfg, auth.get("impersonate_user"),
                                                        auth.get("impersonate_groups"))
-    register = _on_secret(module)
-    register([u.get(k) for u in [kubeconfig["users"][0]["user"]]
-              for k in ("token", "client-key-data", "password")])
-    return helmcli.Helm(helmcli.find_binary(module.params.get("binary_path")),
+    on_secret(ctx)([u.get(k) for u in [kubeconfig["users"][0]["user"]]
+                    for k in ("token", "client-key-data", "password")])
+    return helmcli.Helm(helmcli.find_binary(ctx.params.get("binary_path")),
                         kubeconfig=kubeconfig), cfg.host.rstrip("/")
 
 
-def _connect(module):
+def _connect(ctx):
     """A connection; fenced (checked at once, and before each write) when the task has ``fence``:
     helm's own writes cannot be fenced one by one, so a run that lost its lock starts no helm."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import connect, fence_with
-    kube = connect(module)
-    fence_with(kube, module.params.get("fence"), module.check_mode)
+    kube = connect(ctx.module)
+    fence_with(kube, ctx.params.get("fence"), ctx.check_mode)
     return kube
 
 
@@ -155,24 +152,25 @@ def load_snapshot(kube, location, name, namespace, signing_key=None, allow_unsig
     return meta, description, clusters, key
 
 
-def run_release(module, deadline):
-    params = dict(module.params)
+def run_release(ctx):
+    """helm_release's body (core/module.py's contract)."""
+    params = dict(ctx.params)
+    deadline = ctx.deadline
     validate(params)
     if deadline.expired():
         raise InvalidInput("the %s has already passed" % deadline.reason)
-    helm, server = open_helm(module)
+    helm, server = open_helm(ctx)
     with helm:
-        kube = _connect(module)
+        kube = ctx.kube = _connect(ctx)
         kube.retry_deadline = deadline if deadline.bounded else None
         try:
-            task = ReleaseTask(helm, params, module.check_mode, module._diff, deadline,
-                               _on_secret(module), kube)
+            task = ReleaseTask(ctx, params, helm)
             # Every flag this helm cannot take is refused here, before anything is written.
             commands = (helmcli.UPGRADE, helmcli.ROLLBACK) + \
                 ((helmcli.SHOW,) if params["state"] == "present" and params["apply_crds"] else ())
             helm.check_flags(task.flags, commands)
             if params["state"] == "present":
-                crds = apply_crds(kube, helm, params, module.check_mode, task.flags) \
+                crds = apply_crds(kube, helm, params, ctx.check_mode, task.flags) \
                     if params["apply_crds"] else {}
                 result = task.present()
                 result["crds"] = crds
@@ -180,16 +178,14 @@ def run_release(module, deadline):
             elif params.get("revision") is not None:
                 result = task.rolled_back(params["revision"])
             else:
-                result = _rollback_to_snapshot(kube, module, task, params, deadline)
+                result = _rollback_to_snapshot(kube, ctx, task, params, deadline)
         finally:
             kube.close()
-    for warning in task.warnings:
-        module.warn(warning)
     result["api_server"] = server
     return result
 
 
-def _rollback_to_snapshot(kube, module, task, params, deadline):
+def _rollback_to_snapshot(kube, ctx, task, params, deadline):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import (
         ComponentConfigRestore,
     )
@@ -200,7 +196,7 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
     task.helm.check_flags(task.use_flags(meta.get("helm_flags")))
     restore = None
     if params["restore_component_config"]:
-        restore = ComponentConfigRestore(kube, clusters, module.check_mode, params["wait"],
+        restore = ComponentConfigRestore(kube, clusters, ctx.check_mode, params["wait"],
                                          deadline, params["stall_timeout"], params["namespace"],
                                          key=key)
         restore.prepare()
@@ -211,7 +207,7 @@ def _rollback_to_snapshot(kube, module, task, params, deadline):
         # The chart step held these pools' hypervisors for a ProviderConfig change: the restore's
         # write resumes them, one campaign each, watched like the restored componentConfig.
         if restore is None:
-            restore = ComponentConfigRestore(kube, [], module.check_mode, params["wait"],
+            restore = ComponentConfigRestore(kube, [], ctx.check_mode, params["wait"],
                                              deadline, params["stall_timeout"], params["namespace"])
         restore.resume_held(task.held)
     if restore is not None:

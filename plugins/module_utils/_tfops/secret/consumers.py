@@ -175,14 +175,15 @@ class PoolComponentConsumer:
         if not self.auto_update():
             self.editor.update(pool_entry_transform(self.pool, transform))
             return True
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Context
         from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import RolloutTask
         params = {"cluster": self.editor.name, "pool": self.pool, "state": "present",
                   "components": {self.component: {}}, "rolling_update": {},
                   "wait": deadline is not None, "wait_timeout": 0, "deadline": None,
                   "stall_timeout": self.params.get("stall_timeout"), "on_deadline": "fail",
                   "wait_until_progress": 100, "namespace": self.params.get("namespace")}
-        RolloutTask(self.kube, params, False, deadline or Deadline(timeout=60),
-                    template_change=transform).run()
+        RolloutTask(Context(kube=self.kube, check_mode=False, deadline=deadline or Deadline(timeout=60)),
+                    params, template_change=transform).run()
         return True
 
     def repoint(self, old, new, deadline=None):

@@ -44,17 +44,50 @@ def normalized_data(params):
     return secretrefs.encoded_data(data, params.get("string_data"))
 
 
+def secret_forms(params):
+    """Every form a new value can take in output: as given, encoded and decoded."""
+    forms = []
+    for value in (params.get("string_data") or {}).values():
+        forms += [str(value), base64.b64encode(str(value).encode()).decode()]
+    for value in (params.get("data") or {}).values():
+        forms.append(str(value))
+        try:
+            forms.append(base64.b64decode(str(value)).decode())
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return forms
+
+
+def run_rotation(ctx):
+    """secret_rotate's body (core/module.py's contract)."""
+    ctx.hide(secret_forms(ctx.params))
+    secret_plan.validate(ctx.params)
+    helm = None
+    with ctx.connected():
+        try:
+            if any(c["kind"] == "HelmRelease" for c in ctx.params.get("consumers") or []):
+                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
+                helm = open_helm(ctx)[0]
+            return RotateTask(ctx, ctx.params, helm).run()
+        finally:
+            if helm is not None:
+                helm.close()
+
+
 class RotateTask:
-    def __init__(self, kube, params, check_mode, deadline, helm=None):
-        self.helm = helm  # only for HelmRelease consumers
-        self.kube = kube
+    """One Task signature (core/module.py): the context, the params, and the helm CLI (only for
+    HelmRelease consumers)."""
+
+    def __init__(self, ctx, params, helm=None):
+        self.helm = helm
+        self.kube = ctx.kube
         self.params = params
-        self.check_mode = check_mode
-        self.deadline = deadline
+        self.check_mode = ctx.check_mode
+        self.deadline = ctx.deadline
         self.namespace = params["namespace"]
-        self.secrets = kube.resource("Secret", api_version="v1")
+        self.secrets = self.kube.resource("Secret", api_version="v1")
         self.steps = []
-        self.warnings = []
+        self.warnings = ctx.warnings
         self.undo = []  # callables that put things back, newest last
 
     # ---- steps ------------------------------------------------------------------------------
