@@ -178,6 +178,9 @@ def test_precheck_upgrade_and_rollback_as_awx_jobs(lab, api_client, helm_bins, c
     assert (run["playbook"], run["status"], run["changed"]) == ("upgrade", "succeeded", True), run
     assert run["chart_version_before"] == run["chart_version_after"] == tf.V1 and run["snapshot"], run
     assert stats["tfops_report_dir"] == run["report_dir"]
+    # Kept in the cluster too, with the job's K8S_AUTH_* credential (the report's own inventory
+    # host option once shadowed the auth host, and the ConfigMap was never stored).
+    assert (run.get("report_ref") or "").startswith("configmap://"), run
     assert (deployed_release(api_client).get("config") or {}).get("tfopsAwxRunnerCheck") == marker
 
     # A workflow's failure node after an upgrade that stopped before its restore point: nothing to undo.
