@@ -640,7 +640,7 @@ def all_crds():
                 col("Mode", ".spec.placement.mode"),
                 col("Allow Local GPU", ".spec.placement.allowLocalGPU"),
                 col("AutoFreeze", ".spec.hypervisor.autoFreezeAndResume.autoFreeze.enable")]),
-        # Namespaced: the webhook creates it in the Pod's namespace (section 6).
+        # Namespaced: the webhook creates it in the Pod's namespace (docs/operator-behaviour.md 6).
         "tensorfusionworkloads": crd("TensorFusionWorkload", "tensorfusionworkloads",
                                      WORKLOAD_SPEC, WORKLOAD_STATUS, [
                                          *status_cols(("Phase", "phase"), ("Gang", "gang.phase"),

@@ -1,4 +1,5 @@
-"""Component hashes (section 3.1): FNV-64a over canonical JSON, printed as 16 hex characters.
+"""Component hashes (docs/operator-behaviour.md 3.1): FNV-64a over canonical JSON, printed as 16
+hex characters.
 
 They change if and only if what upstream hashes changes (``internal/utils/compose.go``):
 - hypervisor, pool-wide: the rendered Pod *spec* (the podTemplate's ``template.spec`` plus what the

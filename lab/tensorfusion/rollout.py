@@ -1,6 +1,6 @@
-"""The per-component rolling-update state machine of the GPUPool controller (section 3.3 of
-tensorfusion-operator.md), as pure functions: no API calls, no clock. The operator feeds them what
-its cache holds and carries out the returned ``Decision``.
+"""The per-component rolling-update state machine of the GPUPool controller
+(docs/operator-behaviour.md 3.3), as pure functions: no API calls, no clock. The operator feeds
+them what its cache holds and carries out the returned ``Decision``.
 
 Reproduced on purpose, rough edges included: the first observation records the hash without
 progress; progress moves in steps of ``batchPercentage``; a node in Pending means "recheck in 3 s"

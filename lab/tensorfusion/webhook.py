@@ -1,6 +1,7 @@
-"""The Pod mutating webhook of the lab (section 6): ``python -m lab.tensorfusion.webhook
---kubeconfig K --port P --cert C --key K``. HTTPS on loopback; the chart registers it with
-``clientConfig.url`` because the API server here cannot reach in-cluster Services.
+"""The Pod mutating webhook of the lab (docs/operator-behaviour.md 6):
+``python -m lab.tensorfusion.webhook --kubeconfig K --port P --cert C --key K``. HTTPS on
+loopback; the chart registers it with ``clientConfig.url`` because the API server here cannot
+reach in-cluster Services.
 
 ``mutate`` is pure (the pool, the ProviderConfig images and the workload name are handed in), the
 HTTP part only fetches those and answers the AdmissionReview.
