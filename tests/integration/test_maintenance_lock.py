@@ -9,6 +9,7 @@ import uuid
 import pytest
 from kubernetes import client
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import LockHeld
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
@@ -243,7 +244,7 @@ def test_optimistic_concurrency_on_the_real_api(lab, lock_ns, lease_name):
         with pytest.raises(locks.Conflict):
             lock_a.write(seen_a, locks.lease_after(seen_a, "renew", me_a, lock_ns, lease_name, now, 60))
         # The loser's acquire() re-reads and fails with the winner's name.
-        with pytest.raises(locks.LockHeld, match="held by " + me_b["holder"]):
+        with pytest.raises(LockHeld, match="held by " + me_b["holder"]):
             lock_a.acquire(me_a, 60)
     finally:
         kube_a.close()

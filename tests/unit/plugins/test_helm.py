@@ -14,7 +14,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    HelmError,
+    InvalidInput,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import plan_cluster
 
 SECRET_DOC = """apiVersion: v1
@@ -92,7 +95,7 @@ def test_set_expressions_masked_by_their_key():
 def test_version_and_flag_mapping():
     assert helmcli.parse_version("v3.17.2+gcc0bbbd") == (3, 17, 2)
     assert helmcli.parse_version("v4.1.4") == (4, 1, 4)
-    with pytest.raises(helmcli.HelmError):
+    with pytest.raises(HelmError):
         helmcli.parse_version("garbage")
     assert helmcli.atomic_flag((3, 17, 2)) == "--atomic"
     assert helmcli.atomic_flag((4, 1, 4)) == "--rollback-on-failure"
@@ -335,7 +338,7 @@ def test_decode_release_and_write_its_chart(tmp_path):
     assert (tmp_path / "chart" / "crds" / "crd.yaml").read_text() == "kind: CRD"
     assert folder == str(tmp_path / "chart")
     evil = {"chart": dict(body["chart"], templates=[{"name": "../../escape", "data": ""}])}
-    with pytest.raises(helmcli.HelmError):
+    with pytest.raises(HelmError):
         helmcli.write_stored_chart(str(tmp_path / "chart2"), evil)
 
 

@@ -5,7 +5,11 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    LockHeld,
+    NotLockHolder,
+)
 
 NOW = parse_time("2026-11-30T02:00:00Z")
 ME = locks.make_identity("upgrade", user="alice", host="bastion", job="42")
@@ -69,7 +73,7 @@ def test_acquire_own_lease_renews():
 
 
 def test_acquire_live_lease_of_another_fails_with_who_and_since_when():
-    with pytest.raises(locks.LockHeld) as exc:
+    with pytest.raises(LockHeld) as exc:
         locks.decide_acquire(view(lease(OTHER["holder"], renewed_ago=59, duration=60)), ME["holder"], NOW)
     assert str(exc.value) == (
         "the maintenance lock tf/lock is held by bob@laptop purpose=rotate since "
@@ -96,10 +100,10 @@ def test_release_decisions():
     assert locks.decide_release(None, ME["holder"]) == ("none", None)
     assert locks.decide_release(view(lease(None)), ME["holder"]) == ("none", None)
     assert locks.decide_release(view(lease(ME["holder"])), ME["holder"]) == ("release", None)
-    with pytest.raises(locks.NotLockHolder, match="refusing to release .* held by bob@laptop"):
+    with pytest.raises(NotLockHolder, match="refusing to release .* held by bob@laptop"):
         locks.decide_release(view(lease(OTHER["holder"])), ME["holder"])
     # Even a stale lock of another is not released without force.
-    with pytest.raises(locks.NotLockHolder):
+    with pytest.raises(NotLockHolder):
         locks.decide_release(view(lease(OTHER["holder"], renewed_ago=3600)), ME["holder"])
     action, warning = locks.decide_release(view(lease(OTHER["holder"])), ME["holder"], force=True)
     assert action == "force_release" and "bob@laptop" in warning

@@ -2,6 +2,7 @@ import datetime
 
 import pytest
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import PlanRefused
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 
@@ -55,7 +56,7 @@ def test_a_sealed_plan_passes_and_any_edit_is_refused():
     plan = _sealed()
     plans.check_sealed(plan, 7200, NOW, "upgrade", "lab")
     edited = dict(plan, identity={"cluster": {"uid": "u2"}})
-    with pytest.raises(plans.PlanRefused, match="altered"):
+    with pytest.raises(PlanRefused, match="altered"):
         plans.check_sealed(edited, 7200, NOW, "upgrade", "lab")
 
 
@@ -66,7 +67,7 @@ def test_a_sealed_plan_passes_and_any_edit_is_refused():
     ({"status": "blocked", "blocking": [{"message": "lock held"}]}, (7200, NOW, "upgrade", "lab"), "lock held"),
 ])
 def test_a_plan_that_may_not_be_applied_is_refused(over, args, match):
-    with pytest.raises(plans.PlanRefused, match=match):
+    with pytest.raises(PlanRefused, match=match):
         plans.check_sealed(_sealed(**over), *args)
 
 
@@ -92,9 +93,9 @@ def test_the_plan_file_keeps_one_plan_per_host(tmp_path):
     assert sorted(doc["hosts"]) == ["a", "b"] and doc["hosts"]["a"]["created"] == "2026-12-02T09:30:00Z"
     assert plans.plan_of(doc, "b")["host"] == "b"
     assert os.stat(path).st_mode & 0o777 == 0o600
-    with pytest.raises(plans.PlanRefused, match="no plan for host c"):
+    with pytest.raises(PlanRefused, match="no plan for host c"):
         plans.plan_of(doc, "c")
-    with pytest.raises(plans.PlanRefused, match="not a tensorfusion.ops plan"):
+    with pytest.raises(PlanRefused, match="not a tensorfusion.ops plan"):
         plans.plan_of({"hosts": {}}, "a")
 
 

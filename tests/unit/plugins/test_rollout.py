@@ -3,7 +3,10 @@ stale-status guard, and every bad input refused before a write."""
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    Superseded,
+)
 
 
 def template(hv="hv:1", auto_hv=True, **policy):
@@ -173,7 +176,7 @@ def test_a_campaign_that_ends_as_ours_begins_does_not_count():
 def test_a_later_change_supersedes_the_campaign_we_wait_for():
     tracker = rollout.CampaignTracker("hypervisor", pool("h0", 100, True))
     tracker.observe(pool("h1", 20, None, in_progress="h1"))
-    with pytest.raises(rollout.Superseded, match="superseded by another change"):
+    with pytest.raises(Superseded, match="superseded by another change"):
         tracker.observe(pool("h1", 20, None, in_progress="h2"))
 
 

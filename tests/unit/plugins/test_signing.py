@@ -12,7 +12,10 @@ import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    UnusableBundle,
+)
 
 RAW = bytes(range(32))
 KEY = signing.BundleKey(RAW)
@@ -147,12 +150,12 @@ def test_the_revision_check_compares_keyed_fingerprints_and_refuses_typed():
     meta = {"revision": 3, "release": "r", "manifest_fingerprint": KEY.fingerprint(target["manifest"]),
             "values_fingerprint": KEY.fingerprint(snapshots.dumps(target["values"]))}
     helm_tasks._snapshot_expectation(meta, KEY)(target)  # holds what was recorded
-    with pytest.raises(snapshots.UnusableBundle) as err:
+    with pytest.raises(UnusableBundle) as err:
         helm_tasks._snapshot_expectation(meta, OTHER)(target)
     assert err.value.details == {"refused": True, "changed": False}
     assert "manifest and values" in err.value.msg
     changed = dict(target, values={"auth": {"password": "hunter3"}})
-    with pytest.raises(snapshots.UnusableBundle) as err:
+    with pytest.raises(UnusableBundle) as err:
         helm_tasks._snapshot_expectation(meta, KEY)(changed)
     assert "the values the snapshot" in err.value.msg
     # A bundle from before keyed fingerprints (allow_unsigned): the bare sha256 it recorded.

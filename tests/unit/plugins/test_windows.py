@@ -10,6 +10,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     MissingDependency,
+    OutsideWindow,
 )
 
 UTC = datetime.timezone.utc
@@ -262,14 +263,14 @@ def test_deadline_is_the_end_minus_the_margin():
 def test_past_the_deadline_is_refused_with_the_next_start():
     res = window(["0 2 * * *"], "4h", "2026-11-29T05:50:00Z", margin="15m")
     assert res["inside"] and res["deadline_passed"]
-    with pytest.raises(w.OutsideWindow, match="only 10m0s is left, within the safety margin of 15m0s") as exc:
+    with pytest.raises(OutsideWindow, match="only 10m0s is left, within the safety margin of 15m0s") as exc:
         w.enforce(res)
     assert exc.value.details["next_start"] == "2026-11-30T02:00:00Z"
 
 
 def test_outside_is_refused_with_the_next_start():
     res = window(["0 2 * * *"], "4h", "2026-11-29T12:00:00Z", BERLIN)
-    with pytest.raises(w.OutsideWindow, match="the next one opens 2026-11-30 02:00 CET") as exc:
+    with pytest.raises(OutsideWindow, match="the next one opens 2026-11-30 02:00 CET") as exc:
         w.enforce(res)
     assert exc.value.details["next_start"] == "2026-11-30T01:00:00Z"
     assert exc.value.details["inside"] is False

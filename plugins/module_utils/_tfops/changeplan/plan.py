@@ -18,7 +18,10 @@ import math
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    PlanRefused,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import MIN_BATCH_GAP, batches
 
 SCHEMA = 1
@@ -27,11 +30,6 @@ DIGEST_ROUNDS = 20000
 DEFAULT_NODE_SECONDS = 15.0  # one batch's nodes coming back, when the cluster shows none yet
 # The last batch beyond its nodes coming back: the operator's reconcile and its status write.
 OPERATOR_REACTION = 0.5
-
-
-class PlanRefused(InvalidInput):
-    """A saved plan that may not be applied (expired, altered, made elsewhere, or the cluster or
-    the inputs drifted since): nothing was written. ``details['drift']`` lists what differs."""
 
 
 def canonical(value):

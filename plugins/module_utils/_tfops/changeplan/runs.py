@@ -9,7 +9,10 @@ import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    PlanRefused,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.identity import live_identity
 
 # What the chart step checks itself (it renders the chart): not compared here.
@@ -27,7 +30,7 @@ def load_plan(source, host):
             with open(source, encoding="utf-8") as handle:
                 source = json.load(handle)
         except (OSError, ValueError) as exc:
-            raise plans.PlanRefused("cannot read %s: %s" % (where, exc))
+            raise PlanRefused("cannot read %s: %s" % (where, exc))
     return plans.plan_of(source, host, where)
 
 
@@ -54,7 +57,7 @@ def run_change_plan(ctx):
     recorded = dict((k, v) for k, v in (plan.get("identity") or {}).items() if k != HELM_PART)
     drift = plans.drift(recorded, identity)
     if drift:
-        raise plans.PlanRefused(
+        raise PlanRefused(
             "the cluster or the inputs changed since the plan was made (%s): %s; nothing was written, "
             "make a new plan" % (plan["created"], "; ".join(drift)), drift=drift, identity=identity,
             api_server=server)

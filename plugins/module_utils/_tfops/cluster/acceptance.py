@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import pod_ready, waiting_containers
+
 P = "tensor-fusion.ai/"
 NATIVE_GPU = re.compile(r"^(nvidia\.com|amd\.com)/gpu")
 
@@ -67,13 +69,12 @@ def injection_checks(pod, pool=None):
 def ready_state(pod):
     """(ready, failed reason or None) for a Pod."""
     status = pod.get("status") or {}
-    if any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []):
+    if pod_ready(pod):
         return True, None
-    for cstat in status.get("containerStatuses") or []:
-        waiting = (cstat.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in ("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff",
-                                     "CreateContainerConfigError", "InvalidImageName"):
-            return False, "%s: %s" % (cstat.get("name"), waiting["reason"])
+    for name, reason in waiting_containers(pod):
+        if reason in ("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff",
+                      "CreateContainerConfigError", "InvalidImageName"):
+            return False, "%s: %s" % (name, reason)
     if status.get("phase") in ("Failed", "Succeeded"):
         return False, "phase %s" % status["phase"]
     return False, None

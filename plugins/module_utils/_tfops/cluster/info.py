@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import heapq
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import pod_ready, waiting_containers
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
@@ -26,20 +28,13 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.
     TF_CONTROLLER_SELECTOR,
 )
 
-GROUP = "tensor-fusion.ai"
 TF_ENABLED = "tensor-fusion.ai/enabled"
 
 
-def _ready(pod):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
 def _pod_reason(pod):
-    for cstat in (pod.get("status") or {}).get("containerStatuses") or []:
-        waiting = (cstat.get("state") or {}).get("waiting")
-        if waiting:
-            return waiting.get("reason")
+    waiting = waiting_containers(pod)
+    if waiting:
+        return waiting[0][1]
     return (pod.get("status") or {}).get("phase")
 
 
@@ -91,8 +86,8 @@ def slim_pod(obj):
     labels = meta.get("labels") or {}
     return {"name": meta["name"], "namespace": meta.get("namespace"),
             "component": labels.get("tensor-fusion.ai/component"),
-            "node": (obj.get("spec") or {}).get("nodeName"), "ready": _ready(obj),
-            "reason": None if _ready(obj) else _pod_reason(obj),
+            "node": (obj.get("spec") or {}).get("nodeName"), "ready": pod_ready(obj),
+            "reason": None if pod_ready(obj) else _pod_reason(obj),
             "image": ((obj.get("spec") or {}).get("containers") or [{}])[0].get("image"),
             "restarts": sum(c.get("restartCount", 0)
                             for c in (obj.get("status") or {}).get("containerStatuses") or [])}
@@ -154,9 +149,9 @@ class Gatherer:
         live_pools = {}
         data = {
             "namespace": self.namespace,
-            "clusters": self._list("TensorFusionCluster", self._cluster_projection(live_pools), group=GROUP),
-            "pools": self._list("GPUPool", slim_pool, group=GROUP),
-            "gpunodes": self._list("GPUNode", slim_gpunode, group=GROUP, cached=self.cached),
+            "clusters": self._list("TensorFusionCluster", self._cluster_projection(live_pools), group=TF_GROUP),
+            "pools": self._list("GPUPool", slim_pool, group=TF_GROUP),
+            "gpunodes": self._list("GPUNode", slim_gpunode, group=TF_GROUP, cached=self.cached),
             "hypervisors": [p for p in pods if p["component"] == "hypervisor"],
             "operator_pods": [p for p in pods if p["component"] != "hypervisor"],
             "controller": self._deployments(TF_CONTROLLER_SELECTOR),
@@ -175,10 +170,10 @@ class Gatherer:
     def _gpu_phases(self):
         """The phase of every GPU (thousands of them): the Phase printer column of the GPU CRD
         from the server's Table view, else the GPUs themselves."""
-        phases = list_column(self.kube, self.kube.resource("GPU", group=GROUP), "Phase",
+        phases = list_column(self.kube, self.kube.resource("GPU", group=TF_GROUP), "Phase",
                              cached=self.cached)
         if phases is None:
-            return self._list("GPU", slim_gpu_phase, group=GROUP, cached=self.cached)
+            return self._list("GPU", slim_gpu_phase, group=TF_GROUP, cached=self.cached)
         return [phase or "" for phase in phases]
 
     def _deployments(self, selector):

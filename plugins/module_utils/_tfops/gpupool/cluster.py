@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import condition, live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
-    TfopsError,
+    Stalled,
     WaitTimeout,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import pod_problems
 
-GROUP = "tensor-fusion.ai"
 # The operator's namespace is its Helm release's (OPERATOR_NAMESPACE upstream): its hypervisor Pods
 # live there. This is only the default of the modules' namespace options.
 OPERATOR_NAMESPACE = "tensor-fusion-sys"
@@ -31,16 +32,12 @@ OPERATOR_NAMESPACE = "tensor-fusion-sys"
 MAX_DIAGNOSED = 10
 
 
-class Stalled(TfopsError):
-    """Progress did not move for stall_timeout: something (a node, a Pod) is stuck."""
-
-
 class ClusterEditor:
     """Reads and writes one TensorFusionCluster with optimistic concurrency."""
 
     def __init__(self, kube, cluster=None):
         self.kube = kube
-        self.api = kube.resource("TensorFusionCluster", group=GROUP)
+        self.api = kube.resource("TensorFusionCluster", group=TF_GROUP)
         self.name = cluster or self._only_cluster()
 
     def _only_cluster(self):
@@ -111,8 +108,8 @@ class PoolObserver:
         self.kube = kube
         self.gpupool = gpupool
         self.namespace = namespace or OPERATOR_NAMESPACE
-        self.pools = kube.resource("GPUPool", group=GROUP)
-        self.nodes = kube.resource("GPUNode", group=GROUP)
+        self.pools = kube.resource("GPUPool", group=TF_GROUP)
+        self.nodes = kube.resource("GPUNode", group=TF_GROUP)
         self.pods = kube.resource("Pod", api_version="v1")
 
     def read_pool(self):
@@ -144,7 +141,7 @@ class PoolObserver:
             return len(self.kube.call("list", "pods", self.pods.get, label_selector=(
                 "tensor-fusion.ai/enabled=true,tensor-fusion.ai/gpupool=%s" % self.gpupool)
             ).to_dict()["items"])
-        workloads = self.kube.resource("TensorFusionWorkload", group=GROUP)
+        workloads = self.kube.resource("TensorFusionWorkload", group=TF_GROUP)
         return len(self.kube.call("list", "tensorfusionworkloads", workloads.get,
                                   label_selector="tensor-fusion.ai/gpupool=%s" % self.gpupool
                                   ).to_dict()["items"])
@@ -156,7 +153,7 @@ class PoolObserver:
                          if (n.get("status") or {}).get("phase") != "Running")
         pods = self.hypervisor_pods()
         problems = pod_problems(pods)
-        with_pod = set(p["spec"].get("nodeName") for p in pods if not p["metadata"].get("deletionTimestamp"))
+        with_pod = set(p["spec"].get("nodeName") for p in live_only(pods))
         no_pod = [n for n in pending if n not in with_pod]
         restarts = ["%s restarted %d times" % (p["metadata"]["name"], sum(
             c.get("restartCount", 0) for c in (p.get("status") or {}).get("containerStatuses") or []))
@@ -197,18 +194,16 @@ class PoolObserver:
 
 def ready_seconds(pod):
     """Seconds from a Pod's creation to its Ready condition (None while it is not Ready)."""
-    ready = [c for c in (pod.get("status") or {}).get("conditions") or []
-             if c.get("type") == "Ready" and c.get("status") == "True" and c.get("lastTransitionTime")]
+    ready = condition(pod, "Ready") or {}
     created = (pod.get("metadata") or {}).get("creationTimestamp")
-    if not ready or not created:
+    if not pod_ready(pod) or not ready.get("lastTransitionTime") or not created:
         return None
-    return (parse_time(ready[0]["lastTransitionTime"]) - parse_time(created)).total_seconds()
+    return (parse_time(ready["lastTransitionTime"]) - parse_time(created)).total_seconds()
 
 
 def count_nodes(nodes, pods, image=None):
     """The result's node counts: GPUNodes, hypervisor Pods with ``image``, GPUNodes not Running."""
-    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-    updated = [p for p in live if not image or any(
+    updated = [p for p in live_only(pods) if not image or any(
         c.get("image") == image for c in p["spec"]["containers"])]
     return {"total": len(nodes),
             "updated": len(updated),
@@ -296,6 +291,6 @@ class RolloutWait:
 
 def start_watch(kube, gpupool):
     """Watcher on one GPUPool, listed now: every later event is seen, none before."""
-    watcher = ObjectWatcher(kube, kube.resource("GPUPool", group=GROUP), name=gpupool)
+    watcher = ObjectWatcher(kube, kube.resource("GPUPool", group=TF_GROUP), name=gpupool)
     watcher.start()
     return watcher

@@ -12,11 +12,15 @@ from urllib.parse import urlencode
 
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    GateFailed,
+    InvalidInput,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 
@@ -40,7 +44,7 @@ class BatchGate:
         self.kube = kube
         self.observer = observer
         self.spec = spec
-        self.gpus = kube.resource("GPU", group=GROUP)
+        self.gpus = kube.resource("GPU", group=TF_GROUP)
         self.events = kube.resource("Event", api_version="v1")
 
     def bake(self, batch, nodes, since, deadline):
@@ -155,7 +159,7 @@ class GatedBatches:
         gated = set(n for v in self.verdicts for n in v["nodes"])
         nodes = sorted(set(p["spec"].get("nodeName") for p in self.observer.hypervisor_pods()
                            if p["metadata"]["uid"] not in self.before and p["spec"].get("nodeName")
-                           and not p["metadata"].get("deletionTimestamp")) - gated)
+                           and live(p)) - gated)
         if not nodes:
             return None  # a batch of no node: progress counts batches, not nodes
         verdict = self.gate.bake(len(self.verdicts) + 1, nodes, self.since, deadline)
@@ -168,7 +172,7 @@ class GatedBatches:
             "progress": (tracker.progress or 0) if tracker else 0, "synced": False,
             "gate": dict((k, verdict[k]) for k in ("batch", "nodes", "passed", "seconds", "failures"))})
         if not verdict["passed"]:
-            raise gates.GateFailed(
+            raise GateFailed(
                 "the health gate of batch %d (nodes %s) failed after %ss of its %ss bake; the pool "
                 "was paused before any further node rolled: %s" % (
                     verdict["batch"], ", ".join(nodes), verdict["seconds"], verdict["bake_seconds"],

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 # The operator's gap after a batch is measured against a timestamp of 1 s precision, and the
 # gate needs a moment after its bake to read the picture and, if it fails, to pause the pool:
@@ -21,10 +22,6 @@ BROKEN_GPU_PHASES = ("Unknown", "Failed", "Destroying")
 DEFAULTS = {"bake_seconds": 30, "gpu_phase": True, "hypervisor_ready": True,
             "max_hypervisor_restarts": 0, "workloads_ready": True, "max_warning_events": 0,
             "ignore_event_reasons": [], "rules": [], "http": [], "prometheus": []}
-
-
-class GateFailed(TfopsError):
-    """A batch's health gate failed: the pool was paused before any further node rolled."""
 
 
 def normalize(gates):
@@ -64,11 +61,6 @@ def hold_seconds(interval_seconds, bake_seconds):
     return max(int(math.ceil(interval_seconds)), bake_seconds + HOLD_MARGIN_SECONDS)
 
 
-def _ready(pod):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
 def restarts(pod):
     return sum(c.get("restartCount", 0) for c in (pod.get("status") or {}).get("containerStatuses") or [])
 
@@ -90,17 +82,17 @@ def picture(nodes, gpus, hypervisor_pods, workload_pods, events, since_restarts)
     pod_node = {}
     for pod in hypervisor_pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if node in by_node and not pod["metadata"].get("deletionTimestamp"):
+        if node in by_node and live(pod):
             uid = pod["metadata"].get("uid")
             by_node[node]["hypervisor"] = {
                 "name": pod["metadata"]["name"], "image": pod["spec"]["containers"][0].get("image"),
-                "ready": _ready(pod), "restarts": restarts(pod) - since_restarts.get(uid, 0)}
+                "ready": pod_ready(pod), "restarts": restarts(pod) - since_restarts.get(uid, 0)}
             pod_node[pod["metadata"]["name"]] = node
     for pod in workload_pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if node in by_node and not pod["metadata"].get("deletionTimestamp"):
+        if node in by_node and live(pod):
             by_node[node]["pods"].append({"namespace": pod["metadata"].get("namespace"),
-                                          "name": pod["metadata"]["name"], "ready": _ready(pod),
+                                          "name": pod["metadata"]["name"], "ready": pod_ready(pod),
                                           "phase": (pod.get("status") or {}).get("phase")})
             pod_node["%s/%s" % (pod["metadata"].get("namespace"), pod["metadata"]["name"])] = node
     gpu_node = dict((g["name"], n) for n, entry in by_node.items() for g in entry["gpus"])

@@ -16,12 +16,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
-    TfopsError,
+    Superseded,
 )
-
-
-class Superseded(TfopsError):
-    """Another change replaced the configuration this task was rolling out."""
 
 
 COMPONENTS = ("hypervisor", "worker", "client")
@@ -143,14 +139,23 @@ def validate_task(components, rolling_update):
 
 
 # ---- locating and editing the pool entry --------------------------------------------------------
-def find_pool_index(tfc, pool):
-    """Index in spec.gpuPools of ``pool`` given as the entry name or the GPUPool name."""
+def pool_index(tfc, pool):
+    """Index in spec.gpuPools of ``pool`` given as the entry's name or as the GPUPool name the
+    operator gives it (``<cluster>-<entry>``); None when there is no such pool."""
     cluster = tfc["metadata"]["name"]
-    entries = (tfc.get("spec") or {}).get("gpuPools") or []
-    names = [e.get("name") for e in entries]
-    for index, name in enumerate(names):
-        if pool in (name, "%s-%s" % (cluster, name)):
+    for index, entry in enumerate((tfc.get("spec") or {}).get("gpuPools") or []):
+        if pool in (entry.get("name"), "%s-%s" % (cluster, entry.get("name"))):
             return index
+    return None
+
+
+def find_pool_index(tfc, pool):
+    """pool_index, or InvalidInput naming the pools there are."""
+    index = pool_index(tfc, pool)
+    if index is not None:
+        return index
+    cluster = tfc["metadata"]["name"]
+    names = [e.get("name") for e in (tfc.get("spec") or {}).get("gpuPools") or []]
     raise InvalidInput("TensorFusionCluster %s has no pool %r; its pools are: %s" % (
         cluster, pool, ", ".join("%s (GPUPool %s-%s)" % (n, cluster, n) for n in names) or "none"))
 

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
@@ -24,7 +25,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     with_paused_marker,
 )
 
-GROUP = "tensor-fusion.ai"
 
 
 class PoolKeeper:
@@ -99,7 +99,7 @@ def provider_config_changes(desired_manifest, live_providers):
     hypervisor of that vendor on such a change (its revision enters the hypervisor hash)."""
     changed = {}
     for doc in documents(desired_manifest):
-        if doc.get("kind") != PROVIDER_KIND or not str(doc.get("apiVersion", "")).startswith(GROUP):
+        if doc.get("kind") != PROVIDER_KIND or not str(doc.get("apiVersion", "")).startswith(TF_GROUP):
             continue
         name = chart_pools.object_name(doc)
         live = live_providers.get(name)
@@ -115,7 +115,7 @@ def wait_providers_processed(kube, names, before, deadline):
     """Watch the changed ProviderConfigs until the operator has recorded their new spec (its
     provider-config-hash annotation moves) and so has put the new revision on the pools: a pool
     resumed earlier would start a campaign that the revision then restarts from batch 0."""
-    watcher = ObjectWatcher(kube, kube.resource(PROVIDER_KIND, group=GROUP))
+    watcher = ObjectWatcher(kube, kube.resource(PROVIDER_KIND, group=TF_GROUP))
     watcher.start()
 
     def processed(objects):
@@ -150,7 +150,7 @@ def entries_to_hold(live, vendors):
 def live_providers(kube):
     """{name: ProviderConfig} as they are (none when the kind is not served yet)."""
     try:
-        api = kube.resource(PROVIDER_KIND, group=GROUP)
+        api = kube.resource(PROVIDER_KIND, group=TF_GROUP)
         items = kube.call("list", "providerconfigs", api.get).to_dict()["items"]
     except ApiError as exc:
         if exc.status == 404:
@@ -163,7 +163,7 @@ def live_providers(kube):
 def live_clusters(kube):
     """{name: TensorFusionCluster} as they are (none when the CRD is not installed yet)."""
     try:
-        api = kube.resource("TensorFusionCluster", group=GROUP)
+        api = kube.resource("TensorFusionCluster", group=TF_GROUP)
         items = kube.call("list", "tensorfusionclusters", api.get).to_dict()["items"]
     except ApiError as exc:
         if exc.status == 404:  # not served (yet): nothing live to keep

@@ -8,12 +8,14 @@ from __future__ import annotations
 import copy
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.gate_check import GatedBatches
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    GateFailed,
     InvalidInput,
     WaitTimeout,
 )
@@ -206,7 +208,7 @@ class RolloutTask:
             if gated:
                 gated.run_to_last(waiter, watcher, pct, self.deadline)
             waiter.run(watcher, self.deadline)
-        except gates.GateFailed as exc:
+        except GateFailed as exc:
             self._gate_failed(exc, editor, entry_name, gated, waiter, restore)
         except WaitTimeout as exc:
             if params["on_deadline"] == "pause":
@@ -223,7 +225,7 @@ class RolloutTask:
         if gated:
             try:
                 gated.bake_batch(waiter, self.deadline)
-            except gates.GateFailed as exc:
+            except GateFailed as exc:
                 self._gate_failed(exc, editor, entry_name, gated, waiter, restore)
             if restore:
                 editor.update(pool_entry_transform(entry_name, restore))
@@ -313,11 +315,10 @@ class RolloutTask:
                              cached_list=True)
 
         def ready(objects):
-            live = [p for p in objects.values() if not p["metadata"].get("deletionTimestamp")]
-            good = [p for p in live if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                           for c in (p.get("status") or {}).get("conditions") or [])
+            alive = live_only(objects.values())
+            good = [p for p in alive if pod_ready(p)
                     and (not image or p["spec"]["containers"][0].get("image") == image)]
-            return len(good) == want and len(live) == want, \
+            return len(good) == want and len(alive) == want, \
                 "%d of %d hypervisor Pods Ready%s" % (len(good), want, " with %s" % image if image else "")
         pods.wait(ready, self.deadline)
         return count_nodes(nodes, list(pods.objects.values()), image)

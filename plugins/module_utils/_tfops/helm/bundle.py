@@ -32,10 +32,6 @@ _SERVER_SET_METADATA = ("uid", "resourceVersion", "generation", "creationTimesta
                         "ownerReferences")
 
 
-class UnusableBundle(InvalidInput):
-    """A bundle that fails verification (tampered, incomplete, another cluster)."""
-
-
 # ---- pure: what goes into a bundle --------------------------------------------------------------
 def clean_object(obj):
     """An object without status and server-set metadata (what a restore can write back)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets as random_source
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
@@ -20,7 +21,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.relea
     secrets_in,
 )
 
-GROUP = "tensor-fusion.ai"
 
 
 def cluster_identity(kube):
@@ -74,7 +74,7 @@ def ensure_key(kube, namespace, given=None, check_mode=False):
 
 def _list(kube, kind):
     try:
-        api = kube.resource(kind, group=GROUP)
+        api = kube.resource(kind, group=TF_GROUP)
     except ApiError as exc:
         if exc.status == 404:
             return []

@@ -17,8 +17,9 @@ import subprocess
 import tempfile
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    HelmError,
     InvalidInput,
-    TfopsError,
+    ReleaseNotFound,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.redact import (
     MASK,
@@ -217,18 +218,6 @@ def check_flags(flags, version, known_by_command=None, commands=(UPGRADE, ROLLBA
         if not set(EXTRA_FLAGS[name][1]) & set(commands):
             raise InvalidInput("extra_args: %r is a flag of helm %s only, which this task does not run"
                                % (arg, " and ".join(EXTRA_FLAGS[name][1])))
-
-
-class HelmError(TfopsError):
-    """helm exited with an error; the message carries its (masked) stderr."""
-
-
-class ReleaseNotFound(TfopsError):
-    """The release has no revision in the namespace."""
-
-
-class PendingRelease(TfopsError):
-    """The release's last revision is pending-*: another operation is (or was) in progress."""
 
 
 # ---- pure helpers -------------------------------------------------------------------------------

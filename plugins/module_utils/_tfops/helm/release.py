@@ -15,7 +15,14 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import pool_keeper
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, WaitTimeout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    HelmError,
+    InvalidInput,
+    PendingRelease,
+    PlanRefused,
+    ReleaseNotFound,
+    WaitTimeout,
+)
 
 UPGRADE_STATES = ("deployed",)
 
@@ -195,7 +202,7 @@ def check_plan_identity(identity, expected):
              identity["values_digest"] != expected["values_digest"] else None]
     drift = [d for d in drift if d]
     if drift:
-        raise plans.PlanRefused("the chart step renders something else than the plan saw: %s; nothing was "
+        raise PlanRefused("the chart step renders something else than the plan saw: %s; nothing was "
                                 "written, make a new plan" % "; ".join(drift), drift=drift)
 
 
@@ -221,7 +228,7 @@ def from_dry_run(out):
     try:
         rel = json.loads(out)
     except ValueError:
-        raise helmcli.HelmError("helm printed no JSON release: %s" % (out or "")[:300])
+        raise HelmError("helm printed no JSON release: %s" % (out or "")[:300])
     meta = ((rel.get("chart") or {}).get("metadata") or {})
     return {"revision": rel.get("version"), "status": (rel.get("info") or {}).get("status"),
             "chart": meta.get("name"), "chart_version": meta.get("version"),
@@ -316,7 +323,7 @@ class ReleaseTask:
     def _seconds(self):
         remaining = self.deadline.remaining()
         if remaining <= 0:
-            raise helmcli.HelmError("no time left (%s) for helm" % self.deadline.reason)
+            raise HelmError("no time left (%s) for helm" % self.deadline.reason)
         return remaining
 
     def _write(self, args):
@@ -343,7 +350,7 @@ class ReleaseTask:
         target = helmcli.last_deployed_revision(history)
         where = "release %s in namespace %s" % (self.params["name"], self.params["namespace"])
         if self.params["recover_pending"] != "rollback":
-            raise helmcli.PendingRelease(
+            raise PendingRelease(
                 "%s is stuck %s at revision %s: another helm operation is in progress or was "
                 "interrupted. Make sure none is running, then set recover_pending=rollback to go "
                 "back to the last deployed revision (%s) first%s." % (
@@ -351,7 +358,7 @@ class ReleaseTask:
                     "" if target else "; with no deployed revision, only helm uninstall can clear it"),
                 status=status, revision=revision, last_deployed_revision=target)
         if target is None:
-            raise helmcli.PendingRelease(
+            raise PendingRelease(
                 "%s is stuck %s at revision %s and has no earlier deployed revision to roll back "
                 "to; helm uninstall %s -n %s clears it" % (where, status, revision,
                                                            self.params["name"], self.params["namespace"]),
@@ -471,7 +478,7 @@ class ReleaseTask:
         params = self.params
         current, history = self._current()
         if current is None:
-            raise helmcli.ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
+            raise ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
                                           "roll back" % (params["name"], params["namespace"]))
         self.result["revision_before"] = current["revision"]
         if expect is not None and revision not in [r["revision"] for r in history]:
@@ -534,8 +541,8 @@ class ReleaseTask:
             args = helmcli.stored_chart_upgrade(
                 self.helm, self.kube, params["name"], params["namespace"], revision, None,
                 "Rollback to %s (re-rendered by tensorfusion.ops)" % revision)
-        except helmcli.HelmError as exc:
-            raise helmcli.HelmError(
+        except HelmError as exc:
+            raise HelmError(
                 "helm rollback to revision %s cannot work (%s) and %s; upgrade to that chart "
                 "version with the revision's values instead" % (
                     revision, self._why(blockers, current_status), exc.msg))

@@ -10,7 +10,10 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    Superseded,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
     ClusterEditor,
     PoolObserver,
@@ -179,7 +182,7 @@ class ComponentConfigRestore:
             try:
                 waiter.run(watcher, self.deadline)
                 return timeline + waiter.timeline, superseded
-            except rollout.Superseded as exc:
+            except Superseded as exc:
                 tfc = editor.read()
                 live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
                 if (live.get("componentConfig") or {}) != plan["after"]:
@@ -189,6 +192,6 @@ class ComponentConfigRestore:
                 watcher = start_watch(self.kube, plan["gpupool"])
                 pool_now = watcher.objects.get((None, plan["gpupool"])) or plan["observer"].read_pool()
                 trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
-        raise rollout.Superseded("%s: the pool's campaign was replaced %d times while it held the "
+        raise Superseded("%s: the pool's campaign was replaced %d times while it held the "
                                  "restored componentConfig; giving up" % (plan["gpupool"], MAX_FOLLOWS),
                                  superseded_by=superseded[-1] if superseded else None)

@@ -20,6 +20,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
+    UnusableBundle,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import (
     ReleaseTask,
@@ -116,7 +117,7 @@ def _snapshot_expectation(meta, key):
 def refused(msg, **details):
     """The typed refusal of a bundle before any write: ``refused`` and ``changed=false`` in the
     failed result are what the runbook's report reads (report.rollback_refused)."""
-    return snapshots.UnusableBundle(msg, refused=True, changed=False, **details)
+    return UnusableBundle(msg, refused=True, changed=False, **details)
 
 
 def load_snapshot(kube, location, name, namespace, signing_key=None, allow_unsigned=False):

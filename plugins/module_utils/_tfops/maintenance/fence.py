@@ -20,21 +20,15 @@ import os
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ControllerGone,
+    LockLost,
+)
 
 # How often a waiting module looks at its controller process: a killed run's module stops
 # waiting (and renewing) within this many seconds.
 CONTROLLER_CHECK_SECONDS = 15.0
 MAX_CHAIN = 64
-
-
-class LockLost(TfopsError):
-    """The maintenance lock this run took is no longer its own: nothing more is written."""
-
-
-class ControllerGone(TfopsError):
-    """The ansible-playbook process that started this module is gone (killed): nothing more is
-    written."""
 
 
 # --- the controller process (pure parsing, /proc reading) --------------------------------------

@@ -29,6 +29,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
+    LockHeld,
+    NotLockHolder,
     TfopsError,
 )
 
@@ -55,14 +57,6 @@ CLOCK_TOLERANCE = 2.0
 CLOCK_WARNING = 30.0
 # Test-only: seconds to add to this host's clock, to show that a wrong host clock does not matter.
 TEST_SKEW_VARIABLE = "TFOPS_TEST_LOCK_CLOCK_SKEW"
-
-
-class LockHeld(TfopsError):
-    """Someone else holds the lock and keeps renewing it."""
-
-
-class NotLockHolder(TfopsError):
-    """Release of a lock that another holder holds."""
 
 
 # --- identity --------------------------------------------------------------------------------

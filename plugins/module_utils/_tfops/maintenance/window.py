@@ -17,11 +17,13 @@ import datetime
 import heapq
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import pool_index
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     MissingDependency,
-    TfopsError,
+    OutsideWindow,
 )
 
 try:
@@ -45,10 +47,6 @@ MERGE_HORIZON = datetime.timedelta(days=7)
 MAX_FIRES = 20000
 # robfig/cron (the Go library the operator's ecosystem uses) accepts these, croniter too.
 DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-
-
-class OutsideWindow(TfopsError):
-    """Now is not inside the maintenance window (or too close to its end to start work)."""
 
 
 def require_croniter():
@@ -402,16 +400,14 @@ def find_cluster_pool(tfc, pool_name):
             return pools[0]
         raise InvalidInput("TensorFusionCluster %s has %d GPU pools (%s): say which with pool" % (
             cluster, len(pools), ", ".join(names) or "none"))
-    for entry, name in zip(pools, names):
-        if pool_name in (name, "%s-%s" % (cluster, name)):
-            return entry
+    index = pool_index(tfc, pool_name)
+    if index is not None:
+        return pools[index]
     raise InvalidInput("TensorFusionCluster %s has no GPU pool %s (it has: %s)" % (
         cluster, pool_name, ", ".join(names) or "none"))
 
 
 # --- reading the declared window from the cluster (the only API calls here) ----------------------
-
-TF_GROUP = "tensor-fusion.ai"
 
 
 def gpupool_spec(kube, name=None):

@@ -12,11 +12,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
-
-
-class ReportNotWritten(TfopsError):
-    """The report or the plan could not be written where the task asked."""
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    InvalidInput,
+    ReportNotWritten,
+    TfopsError,
+)
 
 
 NOT_STORED = "the report was not stored in the cluster (%s)%s"

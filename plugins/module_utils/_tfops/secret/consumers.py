@@ -8,6 +8,7 @@ be verified on its Pods, and be put back."""
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live, live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
@@ -17,6 +18,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     TfopsError,
+    VerifyFailed,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
     ClusterEditor,
@@ -31,22 +33,13 @@ POD_TEMPLATE_FIELD = {"hypervisor": "podTemplate", "worker": "podTemplate"}
 DEFAULT_CONTAINER = {"hypervisor": "tensor-fusion-hypervisor", "worker": "tensor-fusion-worker"}
 
 
-class VerifyFailed(TfopsError):
-    """A consumer's Pods do not run on the new Secret."""
-
-
-def _ready(pod):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
 def pods_off_target(pods, target):
     """Live Pods that are not Ready or do not run on ``target``: ("name", "why") pairs.
     ``target`` is ("name", secret) for a versioned rotation, ("annotation", key, value) for an
     in-place one, or ("env", variable, value) for an in-place one on a GPU pool component."""
     wrong = []
     for pod in pods:
-        if pod["metadata"].get("deletionTimestamp"):
+        if not live(pod):
             continue
         if target[0] == "name" and not secretrefs.references(pod.get("spec"), target[1]):
             wrong.append((pod["metadata"]["name"], "does not reference Secret %s" % target[1]))
@@ -57,7 +50,7 @@ def pods_off_target(pods, target):
                 {"name": target[1], "value": target[2]} in (c.get("env") or [])
                 for c in (pod.get("spec") or {}).get("containers") or []):
             wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
-        elif not _ready(pod):
+        elif not pod_ready(pod):
             wrong.append((pod["metadata"]["name"], "not Ready"))
     return wrong
 
@@ -221,9 +214,9 @@ class PoolComponentConsumer:
 
         def rolled(objects):
             wrong = pods_off_target(objects.values(), target)
-            live = [p for p in objects.values() if not p["metadata"].get("deletionTimestamp")]
-            return not wrong and len(live) == want, "%d of %d hypervisor Pods on the new Secret" % (
-                len(live) - len(wrong), want)
+            alive = live_only(objects.values())
+            return not wrong and len(alive) == want, "%d of %d hypervisor Pods on the new Secret" % (
+                len(alive) - len(wrong), want)
         try:
             watcher.wait(rolled, grace if grace.remaining() < deadline.remaining() else deadline)
             return
@@ -247,11 +240,11 @@ class PoolComponentConsumer:
         if self.component == "hypervisor":
             pods = observer.hypervisor_pods()
             want = len(observer.gpunodes())
-            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            alive = live_only(pods)
             wrong = pods_off_target(pods, target)
-            if wrong or len(live) != want:
+            if wrong or len(alive) != want:
                 raise VerifyFailed("%s: %d of %d hypervisor Pods run on the new Secret%s" % (
-                    self.label, len(live) - len(wrong), want,
+                    self.label, len(alive) - len(wrong), want,
                     "; " + "; ".join("%s %s" % w for w in wrong[:10]) if wrong else ""),
                     consumer=self.label)
             return

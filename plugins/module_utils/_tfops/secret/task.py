@@ -11,12 +11,15 @@ from __future__ import annotations
 import base64
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
+    RotationFailed,
     TfopsError,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
@@ -26,10 +29,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.con
     WorkloadConsumer,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import secret_annotation
-
-
-class RotationFailed(TfopsError):
-    """A step failed; references and content were put back and the old Secret kept."""
 
 
 # How long putting a consumer back may wait for it to be Ready again (the run's own deadline may
@@ -188,7 +187,7 @@ class RotateTask:
             # Component Pods run in the operator's namespace (its release's), and only there.
             return found
         try:
-            tfcs = self.kube.resource("TensorFusionCluster", group="tensor-fusion.ai")
+            tfcs = self.kube.resource("TensorFusionCluster", group=TF_GROUP)
         except ApiError:
             return found
         for tfc in list_pages(self.kube, tfcs):
@@ -207,7 +206,7 @@ class RotateTask:
         pods = self.kube.resource("Pod", api_version="v1")
         used = set()
         for pod in list_pages(self.kube, pods, namespace=self.namespace):
-            if pod["metadata"].get("deletionTimestamp"):
+            if not live(pod):
                 continue
             used.update(n for n in names if secretrefs.references(pod.get("spec"), n))
         used.update(n for n in names if n not in used and self.discover([n]))

@@ -6,6 +6,7 @@ what ``kubectl rollout restart`` writes, and what ``kubectl rollout status`` cal
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live, live_only, pod_ready, waiting_containers
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
@@ -88,9 +89,7 @@ def failing_pods(pods):
     """{pod name: "container: Reason (message)"} of the live Pods whose containers wait in a state
     of FATAL_WAITING."""
     out = {}
-    for pod in pods:
-        if pod["metadata"].get("deletionTimestamp"):
-            continue
+    for pod in live_only(pods):
         for cstat in (pod.get("status") or {}).get("containerStatuses") or []:
             waiting = (cstat.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in FATAL_WAITING:
@@ -181,17 +180,9 @@ def pod_problems(pods):
     problems = []
     for pod in pods:
         meta, status = pod["metadata"], pod.get("status") or {}
-        if meta.get("deletionTimestamp"):
+        if not live(pod) or pod_ready(pod):
             continue
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in status.get("conditions") or [])
-        if ready:
-            continue
-        reasons = []
-        for cstat in status.get("containerStatuses") or []:
-            waiting = (cstat.get("state") or {}).get("waiting")
-            if waiting:
-                reasons.append("%s: %s" % (cstat.get("name"), waiting.get("reason")))
+        reasons = ["%s: %s" % waiting for waiting in waiting_containers(pod)]
         if not reasons:
             reasons.append("phase %s" % status.get("phase", "Pending"))
         problems.append("%s (%s)" % (meta["name"], ", ".join(reasons)))
@@ -201,9 +192,7 @@ def pod_problems(pods):
 def all_started_after(pods, when):
     """True when every live Pod's start time is at or after ``when`` (an aware datetime).
     A Pod with no start time yet counts as new: it was created by the rollout in progress."""
-    for pod in pods:
-        if pod["metadata"].get("deletionTimestamp"):
-            continue
+    for pod in live_only(pods):
         started = (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
         if started and parse_time(started) < when:
             return False
