@@ -71,9 +71,11 @@ class FakeDynamic:
     ``watches``: one entry per watch call: an exception raised by the call itself, or a sequence
     of events (dicts), exceptions (raised there: a dropped connection) and callables (run there,
     such as Advance). ``more_watches(kwargs)``: the script of any watch beyond ``watches``
-    (without it an unscripted watch fails the test)."""
+    (without it an unscripted watch fails the test). ``serve(path, query)``: answers list requests
+    from the test's own state instead of ``lists`` (a page as a dict)."""
 
-    def __init__(self, lists=(), watches=(), more_watches=None):
+    def __init__(self, lists=(), watches=(), more_watches=None, serve=None):
+        self.serve = serve
         self.lists = list(lists)
         self.watches = list(watches)
         self.more_watches = more_watches
@@ -83,6 +85,8 @@ class FakeDynamic:
 
     def request(self, method, path, query_params=None, header_params=None, serialize=True):
         self.list_calls.append({"method": method, "path": path, "query": dict(query_params or [])})
+        if self.serve is not None:
+            return _Response(self.serve(path, dict(query_params or [])))
         assert self.lists, "unscripted list request %s %s" % (method, path)
         item = self.lists.pop(0)
         if isinstance(item, BaseException):
