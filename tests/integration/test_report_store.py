@@ -93,9 +93,9 @@ def test_a_report_the_token_may_not_store_is_a_warning_not_a_lost_report(lab, ap
     assert written["configmap"] is None and not written.get("failed")
     assert any(w.startswith("the report was not stored in the cluster (forbidden: create configmaps")
                for w in written["warnings"]), written["warnings"]
-    assert run.task_results("The job fails when the precheck failed")["msg"].endswith(
+    assert run.task_results("The job fails when the run did not succeed")["msg"].endswith(
         run.task_results("Gather the health picture of TensorFusion")["msg"])
-    assert "forbidden: list secrets" in run.task_results("The job fails when the precheck failed")["msg"]
+    assert "forbidden: list secrets" in run.task_results("The job fails when the run did not succeed")["msg"]
     record = json.loads(next((tmp_path / "artifacts").rglob("report.json")).read_text())
     assert record["status"] == "failed" and record["error"]["msg"].startswith("forbidden: list secrets")
     assert set(reports_of(core, "precheck")) == before
