@@ -94,8 +94,11 @@ class FakeDynamic:
         version, items = item
         return _Response({"kind": "List", "metadata": {"resourceVersion": version}, "items": items})
 
+    MAX_WATCHES = 1000  # a waiter that loops without end fails the test instead of hanging it
+
     def watch(self, resource, **kwargs):
         self.watch_calls.append(dict(kwargs, resource=resource.name))
+        assert len(self.watch_calls) <= self.MAX_WATCHES, "watched %d times: a loop without end" % self.MAX_WATCHES
         if self.watches:
             script = self.watches.pop(0)
         else:

@@ -378,7 +378,7 @@ def test_a_relist_that_fails_with_a_server_error_is_retried_and_the_wait_goes_on
                ApiException(status=503, reason="Service Unavailable"),
                ("400", [pod("a", 390, "Running")])],
         watches=[[error_event(410, "Expired")]],
-        more_watches=lambda kwargs: [])  # what follows the failed list: see the next test
+        more_watches=lambda kwargs: [Advance(clock, kwargs["timeout"])])  # after the failed list: see the next test
     kube, watcher = watcher_for(dynamic, clock)
     assert watcher.wait(phase_is("a"), Deadline(timeout=300, clock=clock)) == "pod a is Running"
     assert len(dynamic.list_calls) == 3
