@@ -167,13 +167,11 @@ def test_refusal_names_every_frozen_component():
         plan_change(params(components={"hypervisor": {"port_number": 8001}}),  # moves hypervisor and worker
                     template(hv=False, worker=False), [])
     assert caught.value.msg.startswith("hypervisor, worker would change but autoUpdateHypervisor ")
-    assert "autoUpdateWorker is false" in caught.value.msg
+    assert "autoUpdateHypervisor and autoUpdateWorker are false" in caught.value.msg
     assert "Set rolling_update.auto_update_hypervisor: true, rolling_update.auto_update_worker: true " \
         "in this task" in caught.value.msg
 
 
-@pytest.mark.xfail(strict=True, reason="refuse_frozen joins '<flag> is' with ' and ': 'autoUpdateHypervisor "
-                                       "is and autoUpdateWorker is false'")
 def test_refusal_of_two_frozen_components_reads_well():
     with pytest.raises(InvalidInput) as caught:
         plan_change(params(components={"hypervisor": {"port_number": 8001}}),

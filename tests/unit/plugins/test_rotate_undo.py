@@ -336,9 +336,6 @@ def test_a_consumer_already_on_the_new_version_is_not_repointed_nor_put_back(wor
     assert failure.details["created"] == [], "the version existed already"
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="RotateTask.step() rolls back only on a TfopsError: any other exception from a "
-                          "step (a bug, an untyped client error) leaves earlier repoints in place")
 def test_an_unexpected_error_in_a_step_still_puts_back_what_was_done(world, store):
     world.failures[("repoint", "worker", 1)] = RuntimeError("unexpected")
     with pytest.raises(RotationFailed):
@@ -360,8 +357,6 @@ def test_a_failed_delete_of_the_old_version_undoes_nothing(world, store):
     assert failure.details["modified"] == [label("api"), label("worker"), label("cache")]
 
 
-@pytest.mark.xfail(strict=True, reason="a failure after the rotation was verified (prune) says 'nothing had "
-                                       "changed yet' although a version was created and consumers repointed")
 def test_a_failed_delete_of_the_old_version_does_not_say_nothing_changed(world, store):
     store.fail[("delete", BASE)] = [_api_exception(403, "Forbidden", "cannot delete")]
     with pytest.raises(RotationFailed) as caught:

@@ -200,7 +200,7 @@ def test_a_server_error_event_is_retried_from_the_last_resource_version(clock):
     assert len(dynamic.list_calls) == 1, "only a 410 re-lists"
     assert versions(dynamic) == ["100", "104"]
     assert len(clock.slept) == 1
-    assert "watch pods failed: InternalError (HTTP 500)" in kube.outages.warnings()[0]
+    assert "watch pods failed: etcd leader changed (HTTP 500)" in kube.outages.warnings()[0]
 
 
 def test_a_forbidden_error_event_fails_with_the_verb_and_resource(clock):
@@ -228,8 +228,6 @@ def test_an_error_event_that_cannot_heal_fails_at_once(clock):
     assert len(dynamic.watch_calls) == 1 and clock.slept == []
 
 
-@pytest.mark.xfail(strict=True, reason="waiting._Status has no body, so api_error() reports the Status "
-                                       "reason (BadRequest) and drops its message")
 def test_an_error_events_message_reaches_the_error(clock):
     dynamic = FakeDynamic(
         lists=[("100", [pod("a", 90)])],
@@ -386,9 +384,6 @@ def test_a_relist_that_fails_with_a_server_error_is_retried_and_the_wait_goes_on
     assert "Service Unavailable" in kube.outages.warnings()[0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="after a failed re-list, wait() 'continue's into a watch with resourceVersion None "
-                          "(from 'now', with the objects of the expired view) instead of listing again")
 def test_after_a_failed_relist_the_next_request_is_the_list_again(clock):
     dynamic = FakeDynamic(
         lists=[("100", [pod("a", 90), pod("gone", 91)]),

@@ -7,6 +7,7 @@ timeout says what is stuck and why."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
@@ -115,9 +116,27 @@ class ObjectWatcher:
         done, detail = self._check(check, on_change)
         fence = getattr(self.kube, "fence", None)
         while not done:
+            # After a 410, and as a periodic resync (it guards against an event lost by a proxy,
+            # at a cost that does not grow with events), list again before the next watch; a list
+            # that fails in a way that heals is tried again, never skipped for a watch from "now".
+            if self.resource_version is None or time.monotonic() - last_list > RESYNC_SECONDS:
+                try:
+                    self.relist()
+                    last_list = time.monotonic()
+                except ApiError as exc:
+                    if not self.kube.heals("list", exc):
+                        raise
+                    self._outage(exc, deadline, backoff)
+                    self.resource_version = None
+                else:
+                    done, detail = self._check(check, on_change)
+                    if done:
+                        break
             if deadline.expired():
                 raise WaitTimeout("timed out (%s) waiting for %s: %s" % (
                     deadline.reason, self.desc, detail), waited_for=self.desc, last_state=detail)
+            if self.resource_version is None:
+                continue
             if fence is not None:
                 fence.heartbeat()  # a run that lost its lock, or was killed, stops waiting
             limits = [deadline.remaining(), MAX_WATCH_SECONDS, wakeup() if wakeup else None,
@@ -148,20 +167,10 @@ class ObjectWatcher:
                 if not may_resend("watch", exc):
                     raise unreachable(self.kube.server, "watch", self.resource.name, exc)
                 self._outage(exc, deadline, backoff, unreachable=True)
-            if done:
-                break
-            # A periodic re-list (resync) guards against an event lost by a proxy, at a cost that
-            # does not grow with events.
-            if self.resource_version is None or time.monotonic() - last_list > RESYNC_SECONDS:
-                try:
-                    self.relist()
-                    last_list = time.monotonic()
-                except ApiError as exc:
-                    if not self.kube.heals("list", exc):
-                        raise
-                    self._outage(exc, deadline, backoff)
-                    continue
-            done, detail = self._check(check, on_change)
+            if not done and self.resource_version is not None and \
+                    time.monotonic() - last_list <= RESYNC_SECONDS:
+                # No list comes next: check again anyway (a wakeup ends a quiet watch for this).
+                done, detail = self._check(check, on_change)
         return detail
 
     def _outage(self, exc, deadline, backoff, unreachable=False):
@@ -183,7 +192,8 @@ class _Status:
     def __init__(self, status):
         self.status = status.get("code")
         self.reason = status.get("reason")
-        self.body = None
+        # The Status as the API server sends it: api_error() reads its message from the body.
+        self.body = json.dumps(status)
         self.message = status.get("message")
 
     def __str__(self):

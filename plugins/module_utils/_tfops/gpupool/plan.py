@@ -244,7 +244,7 @@ def refuse_frozen(changed, new_spec, deliberate=()):
             "%s would change but %s false: the operator would record the new hash and never roll "
             "it. Set rolling_update.%s: true in this task (or pause deliberately with "
             "state=paused)." % (", ".join(frozen),
-                                " and ".join("%s is" % AUTO_FLAG[c] for c in frozen),
+                                " and ".join(AUTO_FLAG[c] for c in frozen) + (" are" if len(frozen) > 1 else " is"),
                                 ": true, rolling_update.".join("auto_update_%s" % c for c in frozen)))
 
 

@@ -26,7 +26,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
 )
 
 
-
 class PoolKeeper:
     """One per helm_release task. ``enabled`` false: it adds nothing and reports nothing."""
 

@@ -22,7 +22,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.relea
 )
 
 
-
 def cluster_identity(kube):
     """(kube-system namespace UID, API server git version)."""
     namespaces = kube.resource("Namespace", api_version="v1")

@@ -203,7 +203,7 @@ def check_plan_identity(identity, expected):
     drift = [d for d in drift if d]
     if drift:
         raise PlanRefused("the chart step renders something else than the plan saw: %s; nothing was "
-                                "written, make a new plan" % "; ".join(drift), drift=drift)
+                          "written, make a new plan" % "; ".join(drift), drift=drift)
 
 
 def release_view(info):
@@ -479,7 +479,7 @@ class ReleaseTask:
         current, history = self._current()
         if current is None:
             raise ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
-                                          "roll back" % (params["name"], params["namespace"]))
+                                  "roll back" % (params["name"], params["namespace"]))
         self.result["revision_before"] = current["revision"]
         if expect is not None and revision not in [r["revision"] for r in history]:
             raise InvalidInput(

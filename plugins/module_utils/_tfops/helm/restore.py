@@ -193,5 +193,5 @@ class ComponentConfigRestore:
                 pool_now = watcher.objects.get((None, plan["gpupool"])) or plan["observer"].read_pool()
                 trackers = [rollout.CampaignTracker(c, pool_now, changed=False) for c in plan["waits"]]
         raise Superseded("%s: the pool's campaign was replaced %d times while it held the "
-                                 "restored componentConfig; giving up" % (plan["gpupool"], MAX_FOLLOWS),
-                                 superseded_by=superseded[-1] if superseded else None)
+                         "restored componentConfig; giving up" % (plan["gpupool"], MAX_FOLLOWS),
+                         superseded_by=superseded[-1] if superseded else None)

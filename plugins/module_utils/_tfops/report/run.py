@@ -53,7 +53,7 @@ def save_plan(ctx, record):
     if not record.get("plan") or not identity.get("salt"):
         if record.get("plan") and params.get("plan_out"):
             ctx.warn("the plan was not saved to %s: what it was made from could not be read (see the "
-                        "change_plan task's failure)" % params["plan_out"])
+                     "change_plan task's failure)" % params["plan_out"])
         return None, None
     upgrade = (params.get("results") or {}).get("upgrade")
     plan = plans.saved_plan(dict(record, summary=report.summary_line(record)), identity["salt"],
@@ -94,8 +94,7 @@ def run_report(ctx):
         if cluster and not ctx.check_mode and not params["check_run"] else (None, False)
     plan, plan_file = save_plan(ctx, record)
     return dict(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file,
-                     status=record["status"], failed_run=record["failed"],
-                     resumable=record["resumable"], cluster_changed=record["changed"],
-                     summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
-                     report_ref=stored["ref"] if stored else None, record=record)
-
+                status=record["status"], failed_run=record["failed"],
+                resumable=record["resumable"], cluster_changed=record["changed"],
+                summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
+                report_ref=stored["ref"] if stored else None, record=record)

@@ -43,6 +43,22 @@ def normalized_data(params):
     return secretrefs.encoded_data(data, params.get("string_data"))
 
 
+def _message(exc):
+    """A typed error's message; anything else (a bug, an untyped client error) by its type too."""
+    return exc.msg if isinstance(exc, TfopsError) else "%s: %s" % (type(exc).__name__, exc)
+
+
+def _outcome(restored, changes, verified):
+    """What a failure left: what was put back, or what stays (a failure after the rotation was
+    verified undoes nothing), or that nothing had changed."""
+    if restored:
+        return "put back: %s" % "; ".join(restored)
+    if verified:
+        return "the rotation was verified before this step and stays (created: %s; changed: %s)" % (
+            ", ".join(changes["created"]) or "nothing", ", ".join(changes["modified"]) or "nothing")
+    return "nothing had changed yet"
+
+
 def secret_forms(params):
     """Every form a new value can take in output: as given, encoded and decoded."""
     forms = []
@@ -88,6 +104,7 @@ class RotateTask:
         self.steps = []
         self.warnings = ctx.warnings
         self.undo = []  # callables that put things back, newest last
+        self.verified = False  # the consumers run on the new content: nothing is undone after
 
     # ---- steps ------------------------------------------------------------------------------
     def step(self, name, fn, consumer=None, detail=None):
@@ -101,15 +118,17 @@ class RotateTask:
         self.steps.append(entry)
         try:
             value = fn()
-        except TfopsError as exc:
-            entry.update(status="failed", error=exc.msg)
+        except Exception as exc:  # pylint: disable=broad-except  # any failure puts back what was done
+            message = _message(exc)
+            entry.update(status="failed", error=message)
             restored = self.rollback()
+            changes = secret_plan.what_changed(self.steps)
             raise RotationFailed(
                 "secret_rotate failed at step %s%s: %s; %s" % (
-                    name, " for %s" % consumer.label if consumer is not None else "", exc.msg,
-                    "put back: %s" % "; ".join(restored) if restored else "nothing had changed yet"),
+                    name, " for %s" % consumer.label if consumer is not None else "", message,
+                    _outcome(restored, changes, self.verified)),
                 failed_step=name, failed_consumer=consumer.label if consumer is not None else None,
-                steps=self.steps, restored=restored, **secret_plan.what_changed(self.steps))
+                steps=self.steps, restored=restored, **changes)
         if name in ("repoint", "restart"):
             entry["changed"] = bool(value)  # False: it already pointed there, or ran on this version
         entry["seconds"] = round(time.monotonic() - started, 3)
@@ -123,10 +142,10 @@ class RotateTask:
                 fn()
                 done.append(label)
                 self.steps.append({"step": "restore", "status": "ok", "detail": label})
-            except TfopsError as exc:
-                done.append("%s FAILED (%s)" % (label, exc.msg))
+            except Exception as exc:  # pylint: disable=broad-except  # the other undo steps still run
+                done.append("%s FAILED (%s)" % (label, _message(exc)))
                 self.steps.append({"step": "restore", "status": "failed", "detail": label,
-                                   "error": exc.msg})
+                                   "error": _message(exc)})
         return done
 
     # ---- reading ----------------------------------------------------------------------------
@@ -295,7 +314,7 @@ class RotateTask:
                                   lambda c=consumer, o=old: self._put_back(
                                       c, lambda d: c.repoint(new_name, o, d), ("name", o))))
         self._roll_and_verify([c for c in consumers if c.referenced([new_name])], ("name", new_name))
-        self.undo = []
+        self.undo, self.verified = [], True
         deleted = self.prune(new_name) if self.params.get("delete_old") else []
         result.update(changed=changed or bool(deleted), deleted=deleted)
         return result
@@ -354,7 +373,7 @@ class RotateTask:
                 marked.append(consumer.label)
         key, version = secret_annotation(meta)
         self._roll_and_verify(consumers, ("annotation", key, version))
-        self.undo = []
+        self.undo, self.verified = [], True
         deleted = self.prune(name) if self.params.get("delete_old") else []
         result.update(changed=not same or bool(marked) or bool(deleted), restarts=marked, deleted=deleted)
         return result
