@@ -4,6 +4,7 @@ import uuid
 import pytest
 from kubernetes import client
 
+from .helpers import wait_for
 from .rbac_helpers import service_accounts
 from .settle import settle
 
@@ -45,15 +46,18 @@ def sa_kubeconfig(lab):
 def ns(api_client):
     """A namespace of the test's own, deleted afterwards; ready for Pods: its default
     ServiceAccount has its token (v1.20's admission refuses Pods until then, which takes a while
-    after an API server outage, while the token controller catches up)."""
-    from .test_lab import wait_for
+    after an API server outage, while the token controller catches up). A test may delete it itself."""
     core = client.CoreV1Api(api_client)
     name = "t-" + uuid.uuid4().hex[:6]
     core.create_namespace({"metadata": {"name": name}})
-    wait_for(core.list_namespaced_service_account,
-             lambda sa: sa.metadata.name == "default" and sa.secrets, namespace=name)
+    wait_for(core.list_namespaced_service_account, lambda sa: sa.metadata.name == "default" and sa.secrets,
+             namespace=name, what=f"the default ServiceAccount of namespace {name} with its token")
     yield name
-    core.delete_namespace(name)
+    try:
+        core.delete_namespace(name)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 @pytest.fixture(scope="module")

@@ -2,17 +2,15 @@
 healthy state: tests that judge health must not see the aftermath of a test before them."""
 import contextlib
 import json
-import time
 
-from kubernetes import client, watch
+from kubernetes import client
 
 from lab.tensorfusion import hashes
 from lab.tensorfusion.controllers import A_REVISIONS, go_struct
 from lab.tensorfusion.operator import controller_identity
 from lab.tensorfusion.rollout import COMPONENTS, annotation_keys, policy_from_pool
 
-GROUP, VERSION = "tensor-fusion.ai", "v1"
-NS = "tensor-fusion-sys"
+from .helpers import GROUP, NS, VERSION, wait_for
 
 
 def _campaigns_unsettled(api_client, tfcs, pools):
@@ -70,35 +68,31 @@ def _unsettled(api_client):
 
 def settle(api_client, timeout=180):
     """Return once nothing is unsettled; fail naming what still is."""
-    deadline = time.monotonic() + timeout
-    co = client.CustomObjectsApi(api_client)
-    problems = _unsettled(api_client)
-    while problems and time.monotonic() < deadline:
-        # Any change of a pool (a campaign's batches, its node counts) is a reason to look again;
-        # the watch bounds the pause.
-        w = watch.Watch()
-        for _event in w.stream(co.list_cluster_custom_object, GROUP, VERSION, "gpupools",
-                               timeout_seconds=max(1, min(5, int(deadline - time.monotonic())))):
-            w.stop()
-        problems = _unsettled(api_client)
-    assert not problems, f"the lab did not settle within {timeout}s: {problems}"
+    problems = []
+
+    def settled(_pool):
+        problems[:] = _unsettled(api_client)
+        return not problems
+    # Any change of a pool (a campaign's batches, its node counts) is a reason to look again, and
+    # at least every 5 s (a Deployment that becomes available changes no pool).
+    wait_for(client.CustomObjectsApi(api_client).list_cluster_custom_object, settled, GROUP, VERSION, "gpupools",
+             timeout=timeout, every=5, what=lambda: f"the lab to settle; still unsettled: {problems}")
 
 
 @contextlib.contextmanager
 def controller_stopped(api_client):
     """TensorFusion's controller Deployment scaled to 0 (and seen so by the API) for the block,
     then back to 1 and available again."""
-    from .test_lab import wait_for
     apps = client.AppsV1Api(api_client)
     name = apps.list_namespaced_deployment(
-        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
-    apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 0}})
+        NS, label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
+    apps.patch_namespaced_deployment_scale(name, NS, {"spec": {"replicas": 0}})
     try:
         wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
                  and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
-                 namespace="tensor-fusion-sys")
+                 namespace=NS)
         yield name
     finally:
-        apps.patch_namespaced_deployment_scale(name, "tensor-fusion-sys", {"spec": {"replicas": 1}})
+        apps.patch_namespaced_deployment_scale(name, NS, {"spec": {"replicas": 1}})
     wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-             and (d.status.available_replicas or 0) == 1, namespace="tensor-fusion-sys")
+             and (d.status.available_replicas or 0) == 1, namespace=NS)

@@ -12,11 +12,10 @@ import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
+from .helpers import GROUP, NS, POOL, VERSION, tfc, wait_for
 from .settle import settle
-from .test_runbooks import HV, NS, V1, V2, pool_template, release_chart, report_of, tfc_spec
+from .test_runbooks import HV, V1, V2, pool_template, release_chart, report_of
 
-GROUP = "tensor-fusion.ai"
-POOL = "tensor-fusion-shared"
 IMAGE = HV + "2.17.5"
 
 
@@ -25,7 +24,7 @@ def base(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     tmp = tmp_path_factory.mktemp("plans")
     settle(api_client)
     assert release_chart(api_client) == V1, "the session lab starts every module at chart 1.8.6"
-    original = pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"]
+    original = pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"]
     values = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")),
               "tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_helm_binary": helm_bins["3"],
               "tfops_artifacts_dir": str(tmp / "artifacts"), "tfops_helm_disable_openapi_validation": True,
@@ -51,7 +50,7 @@ def cluster_state(api_client):
     custom, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     state = {}
     for plural in ("tensorfusionclusters", "gpupools"):
-        for obj in custom.list_cluster_custom_object(GROUP, "v1", plural)["items"]:
+        for obj in custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
             state[(plural, obj["metadata"]["name"])] = obj["metadata"]["resourceVersion"]
     for kind, items in (("secret", core.list_namespaced_secret(NS).items),
                         ("configmap", core.list_namespaced_config_map(NS).items),
@@ -63,26 +62,23 @@ def cluster_state(api_client):
 
 def quiet(api_client, seconds=4, limit=90):
     """Until the operator has stopped writing the pools (its status writes follow an edit for a
-    while): no event on TensorFusionClusters or GPUPools for ``seconds``, watched, within ``limit``."""
-    from kubernetes import watch
+    while): no write of a TensorFusionCluster or GPUPool for ``seconds``, watched, within ``limit``."""
     custom = client.CustomObjectsApi(api_client)
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        seen = False
-        for plural in ("tensorfusionclusters", "gpupools"):
-            rv = custom.list_cluster_custom_object(GROUP, "v1", plural)["metadata"]["resourceVersion"]
-            stream = watch.Watch().stream(custom.list_cluster_custom_object, GROUP, "v1", plural,
-                                          resource_version=rv, timeout_seconds=seconds)
-            for _event in stream:
-                seen = True
-                break
-        if not seen:
-            return
-    raise AssertionError("the operator kept writing the pools for %ss" % limit)
+    last = {"versions": None, "since": time.monotonic()}
+
+    def still(_pool):
+        versions = sorted((plural, obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
+                          for plural in ("tensorfusionclusters", "gpupools")
+                          for obj in custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"])
+        if versions != last["versions"]:
+            last.update(versions=versions, since=time.monotonic())
+        return time.monotonic() - last["since"] >= seconds
+    still.what = "the operator to stop writing the pools: no write of them for %ss" % seconds
+    wait_for(custom.list_cluster_custom_object, still, GROUP, VERSION, "gpupools", timeout=limit, every=1)
 
 
 def gpunodes(api_client):
-    return [n for n in client.CustomObjectsApi(api_client).list_cluster_custom_object(GROUP, "v1", "gpunodes")["items"]
+    return [n for n in client.CustomObjectsApi(api_client).list_cluster_custom_object(GROUP, VERSION, "gpunodes")["items"]
             if (n["metadata"].get("labels") or {}).get("tensor-fusion.ai/pool-%s" % POOL) == "true"]
 
 
@@ -159,20 +155,20 @@ def test_an_altered_expired_or_foreign_plan_is_refused_before_any_write(base, ap
 def test_a_pool_edited_by_hand_after_the_plan_makes_the_apply_refuse(base, api_client, first_plan):
     _run, path = first_plan
     custom = client.CustomObjectsApi(api_client)
-    tfc = tfc_spec(api_client)
-    policy = pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    edited = tfc(api_client)
+    policy = pool_template(edited)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
     interval = policy.get("batchInterval")
     policy["batchInterval"] = "7s"  # not hashed by the operator: no campaign, only the edit
-    custom.replace_cluster_custom_object(GROUP, "v1", "tensorfusionclusters", tfc["metadata"]["name"], tfc)
+    custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", edited["metadata"]["name"], edited)
     settle(api_client)  # the operator has copied the edit to the GPUPool
     quiet(api_client)  # and written its status: the cluster is still again
     try:
         rec = refused(base, api_client, str(path), "changed since the plan was made")
         assert "objects.TensorFusionCluster/tensor-fusion.generation" in rec["error"]["msg"], rec["error"]
     finally:
-        tfc = tfc_spec(api_client)
-        pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchInterval"] = interval
-        custom.replace_cluster_custom_object(GROUP, "v1", "tensorfusionclusters", tfc["metadata"]["name"], tfc)
+        edited = tfc(api_client)
+        pool_template(edited)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchInterval"] = interval
+        custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", edited["metadata"]["name"], edited)
         settle(api_client)
 
 
@@ -185,7 +181,7 @@ def test_a_fresh_plan_applied_does_what_it_said_then_the_rollback_plan_undoes_it
     rec = report_of(run)["record"]
     assert rec["status"] == "succeeded" and [s["name"] for s in rec["steps"]][:3] == ["preflight", "plan", "lock"]
     assert release_chart(api_client) == V2
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == IMAGE
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == IMAGE
     done, = [p for p in rec["pools"] if p["gpupool"] == POOL]
     assert done["components"]["hypervisor"]["progress"] == 100
     # Each batch moves the progress one step (the last one perhaps seen only by the final read).
@@ -211,4 +207,4 @@ def test_a_fresh_plan_applied_does_what_it_said_then_the_rollback_plan_undoes_it
     assert back.rc == 0, back.stdout[-3000:]
     assert report_of(back)["record"]["status"] == "succeeded"
     assert release_chart(api_client) == V1
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == base["original_image"]
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == base["original_image"]

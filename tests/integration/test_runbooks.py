@@ -19,13 +19,12 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
+from .helpers import GROUP, NS, POOL, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_pool
 from .settle import settle
-from .test_gpupool_rollout import _progress_at_least, _wait_pool
 
-NS, RELEASE, LEASE = "tensor-fusion-sys", "tensor-fusion-sys", "tensorfusion-ops-maintenance"
+RELEASE, LEASE = NS, "tensorfusion-ops-maintenance"
 HV = "tensorfusion/tensor-fusion-hypervisor:"
 V1, V2 = tf.V1, tf.V2
-STATE = {}  # shared along the module's ordered tests: the first snapshot (chart 1.8.6), timings
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +38,23 @@ def rb(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
             "tfops_helm_disable_openapi_validation": True,
             "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_verify_acceptance_pod": False}
     settle(api_client)
-    before = tfc_spec(api_client)
+    before = tfc(api_client)
     tf.set_knobs(api_client, batchGapFloorSeconds=1)
     yield base
     tf.set_knobs(api_client, batchGapFloorSeconds=None, slowNodes=None)
     drop_kubelet_knobs(api_client)
-    if release_chart(api_client) != V1 and STATE.get("v1_snapshot"):
-        run_playbook("tensorfusion.ops.rollback", dict(base, tfops_snapshot=STATE["v1_snapshot"]), timeout=900)
+    # (first_upgrade, torn down before this, has put the chart back to 1.8.6 with its snapshot)
     assert release_chart(api_client) == V1
-    assert pool_template(tfc_spec(api_client))["componentConfig"] == pool_template(before)["componentConfig"]
+    assert pool_template(tfc(api_client))["componentConfig"] == pool_template(before)["componentConfig"]
     # The runbooks set the pool's rolling policy (batch size, autoUpdate flags); a snapshot restores
     # componentConfig only, so the policy is put back here for the rest of the suite.
     policy = pool_template(before)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
-    tfc = tfc_spec(api_client)
-    marker = (tfc["metadata"].get("annotations") or {}).pop("ops.tensor-fusion.ai/paused", None)
-    if pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] != policy or marker:
-        pool_template(tfc)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] = policy
+    now = tfc(api_client)
+    marker = (now["metadata"].get("annotations") or {}).pop("ops.tensor-fusion.ai/paused", None)
+    if pool_template(now)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] != policy or marker:
+        pool_template(now)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] = policy
         client.CustomObjectsApi(api_client).replace_cluster_custom_object(
-            "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion", tfc)
+            GROUP, VERSION, "tensorfusionclusters", TFC, now)
     settle(api_client)
 
 
@@ -68,13 +66,8 @@ def drop_kubelet_knobs(api_client):
             raise
 
 
-def tfc_spec(api_client):
-    return client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")
-
-
-def pool_template(tfc):
-    return tfc["spec"]["gpuPools"][0]["specTemplate"]
+def pool_template(cluster_obj):
+    return cluster_obj["spec"]["gpuPools"][0]["specTemplate"]
 
 
 def release_chart(api_client):
@@ -117,9 +110,92 @@ def upgrade_vars(rb, image, **extra):
                 **extra)
 
 
-def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
+# What a test needs from another is a fixture, made on first use, so that each test runs alone too.
+
+@pytest.fixture(scope="module")
+def first_upgrade(rb, api_client):
+    """The session lab upgraded once by the runbook (chart 1.8.6 -> 1.8.7, hypervisor 2.17.0, with
+    the acceptance Pod): the run. Afterwards, the chart back to 1.8.6 with the rollback runbook and
+    the snapshot this run took, unless a test has done so already."""
     run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0", tfops_verify_acceptance_pod=True),
                        timeout=900)
+    yield run
+    tf.set_knobs(api_client, slowNodes=None)
+    drop_kubelet_knobs(api_client)
+    try:
+        snapshot = report_of(run)["record"]["snapshot"] or {}
+    except (AssertionError, KeyError, TypeError):  # the run wrote no report: it did not get that far
+        snapshot = {}
+    if release_chart(api_client) != V1 and snapshot.get("chart_version") == V1:
+        run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=snapshot["path"]), timeout=900)
+
+
+@pytest.fixture(scope="module")
+def second_run(rb, first_upgrade):  # pylint: disable=unused-argument,redefined-outer-name
+    """The same upgrade again, right after the first: there is nothing left to change."""
+    return run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0"), timeout=900)
+
+
+@pytest.fixture(scope="module")
+def v1_snapshot(first_upgrade):  # pylint: disable=redefined-outer-name
+    """What the rollback test restores: the first upgrade's snapshot (chart 1.8.6), and the
+    hypervisor image the pool had before that upgrade (whatever earlier test modules left)."""
+    assert first_upgrade.rc == 0, "the lab could not be upgraded once: " + first_upgrade.stdout[-3000:]
+    rec = report_of(first_upgrade)["record"]
+    assert rec["snapshot"]["chart_version"] == V1
+    return {"path": rec["snapshot"]["path"], "hypervisor": rec["versions"]["before"]["pools"][POOL]["hypervisor"]}
+
+
+@pytest.fixture(scope="module")
+def before_pools(second_run):  # pylint: disable=redefined-outer-name
+    """How long the steps before the pools take on this machine, measured on the run that changed
+    nothing (its helm upgrade and pools are no-ops): the window tests size their windows from it."""
+    assert second_run.rc == 0, second_run.stdout[-3000:]
+    record = report_of(second_run)["record"]
+    steps = dict((s["name"], s) for s in record["steps"])
+    return (datetime.fromisoformat(steps["pools"]["started"].replace("Z", "+00:00"))
+            - datetime.fromisoformat(record["started"].replace("Z", "+00:00"))).total_seconds()
+
+
+def lab_at(rb, api_client, image=None, batch=20):
+    """The session lab at chart 1.8.7 as the upgrade runbook leaves it: with hypervisor ``image``
+    on the pool at ``batch`` % a batch, resumed (image None: any image, as found). Where it is
+    not, the runbook takes it there."""
+    now = tfc(api_client)
+    template = pool_template(now)
+    policy = template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    there = release_chart(api_client) == V2 and (image is None or (
+        template["componentConfig"]["hypervisor"]["image"] == HV + image and policy.get("batchPercentage") == batch
+        and policy.get("autoUpdateHypervisor") is True
+        and not (now["metadata"].get("annotations") or {}).get("ops.tensor-fusion.ai/paused")))
+    if not there:
+        run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image or "2.17.0", tfops_batch_percentage=batch),
+                           timeout=900)
+        assert run.rc == 0, "the lab could not be taken to chart %s, hypervisor %s: %s" % (
+            V2, image or "2.17.0", run.stdout[-3000:])
+        settle(api_client)
+
+
+@pytest.fixture
+def upgraded(rb, api_client, first_upgrade):  # pylint: disable=unused-argument,redefined-outer-name
+    """The lab at chart 1.8.7, its pool as found (as the tests before leave it)."""
+    lab_at(rb, api_client)
+
+
+@pytest.fixture
+def at_2_17_0(rb, api_client, first_upgrade):  # pylint: disable=unused-argument,redefined-outer-name
+    """The lab at chart 1.8.7 and hypervisor 2.17.0, as the first upgrade leaves it."""
+    lab_at(rb, api_client, "2.17.0")
+
+
+@pytest.fixture
+def at_2_18_0(rb, api_client, first_upgrade):  # pylint: disable=unused-argument,redefined-outer-name
+    """The lab at chart 1.8.7 and hypervisor 2.18.0 in batches of 10 %, as the window test leaves it."""
+    lab_at(rb, api_client, "2.18.0", batch=10)
+
+
+def test_upgrade_end_to_end_then_a_second_run_changes_nothing(first_upgrade, second_run, api_client):
+    run = first_upgrade
     assert run.rc == 0, run.stdout[-3000:]
     rep = report_of(run)
     rec = rep["record"]
@@ -132,27 +208,21 @@ def test_upgrade_end_to_end_then_a_second_run_changes_nothing(rb, api_client):
     assert pool["components"]["hypervisor"]["progress"] == 100 and pool["timeline"] and pool["gpupool"]
     assert re.search(r"tensor-fusion-shared: hypervisor \d+%, nodes \d+/10 updated, at ", run.stdout)
     assert release_chart(api_client) == V2
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
     assert lease_holder(api_client) is None
     check_files(rep)
-    STATE["v1_snapshot"] = rec["snapshot"]["path"]
     assert rec["snapshot"]["chart_version"] == V1
     # Whatever image earlier tests left on the pool: the rollback test expects exactly this one back.
-    STATE["v1_hypervisor"] = rec["versions"]["before"]["pools"]["tensor-fusion-shared"]["hypervisor"]
-    assert STATE["v1_hypervisor"] != HV + "2.17.0"
+    assert rec["versions"]["before"]["pools"]["tensor-fusion-shared"]["hypervisor"] != HV + "2.17.0"
 
-    again = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0"), timeout=900)
+    again = second_run
     assert again.rc == 0, again.stdout[-3000:]
     assert "changed=0" in again.stdout.split("PLAY RECAP")[-1]
     rep2 = report_of(again)
     assert rep2["status"] == "unchanged" and not rep2["record"]["changed"]
-    # How long the steps before the pools take here: the window test sizes its window from it.
-    steps = dict((s["name"], s) for s in rep2["record"]["steps"])
-    STATE["before_pools"] = (datetime.fromisoformat(steps["pools"]["started"].replace("Z", "+00:00"))
-                             - datetime.fromisoformat(rep2["record"]["started"].replace("Z", "+00:00"))).total_seconds()
 
 
-def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_client):
+def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_client, at_2_17_0):
     client.CoreV1Api(api_client).create_namespaced_config_map("kube-system", {
         "metadata": {"name": "tfops-lab-kubelet"}, "data": {"neverReadyImages": "9.9.9-broken"}})
     try:
@@ -168,7 +238,7 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     assert [s["status"] for s in rec["steps"] if s["name"] == "pools"] == ["failed"]
     assert "rollback" in [s["name"] for s in rec["steps"]]
     assert rec["pools"][0]["timeline"], "the failed rollout is drawn too"
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
     assert release_chart(api_client) == V2
     assert lease_holder(api_client) is None
     check_files(rep)
@@ -176,7 +246,7 @@ def test_a_failure_after_the_snapshot_rolls_back_and_fails_the_job(rb, api_clien
     settle(api_client)
 
 
-def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_client):
+def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_client, at_2_17_0):
     """GPUs that break once the new hypervisor is Ready: the gate after the first batch (2 of 10
     nodes) pauses the pool, the runbook rolls back, and the rollback has only that batch to undo."""
     tf.set_knobs(api_client, failGpuImages=":9.9.8-gpu-broken$")
@@ -194,8 +264,8 @@ def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_cl
     gate, = pool["gates"]
     assert not gate["passed"] and len(gate["nodes"]) == 2 and gate["failures"][0]["check"] == "gpu_phase"
     assert max(e["progress"] or 0 for e in pool["timeline"]) <= 20, "no batch after the gated one"
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
-    policy = pool_template(tfc_spec(api_client))["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == HV + "2.17.0"
+    policy = pool_template(tfc(api_client))["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
     assert policy["autoUpdateHypervisor"] is True, "the rollback resumed the pool the gate paused"
     html = Path(rep["dir"], "report.html").read_text()
     assert "health gate" in html and "FAILED" in html
@@ -204,19 +274,19 @@ def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_cl
     settle(api_client)
 
 
-def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client):
+def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client, at_2_17_0):
     """kube-apiserver stopped for 30 s while upgrade.yml follows the pool's rollout: the run
     succeeds with one write of the pool, its report says changed and records the outage as a
     warning of the pools step, and the lock is given back. (A 5 s outage takes the same path in
     gpupool_rollout, where test_gpupool_rollout.py covers it.)"""
     seconds = 30
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
-    generation = tfc_spec(api_client)["metadata"]["generation"]
+    generation = tfc(api_client)["metadata"]["generation"]
     image = HV + "2.17.%d" % seconds
     try:
         job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):]))
         try:
-            _wait_pool(api_client, _progress_at_least(20), timeout=300)
+            wait_pool(api_client, pool_progress_at_least(20), timeout=300)
             cluster.outage(lab["state_dir"], seconds)
         finally:
             run = job.finish(timeout=900)
@@ -228,13 +298,13 @@ def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, l
     assert rep["status"] == "succeeded" and rec["changed"] is True
     assert [w for w in rec["warnings"] if w["step"] == "pools" and "could not be used for" in w["msg"]], rec["warnings"]
     assert "could not be used for" in Path(rep["dir"], "report.html").read_text()
-    assert tfc_spec(api_client)["metadata"]["generation"] == generation + 1, "one write of the pool"
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == image
+    assert tfc(api_client)["metadata"]["generation"] == generation + 1, "one write of the pool"
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == image
     assert rec["lock"]["released"] is True and lease_holder(api_client) is None
     settle(api_client)
 
 
-def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client):
+def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client, upgraded, before_pools):
     """The API server goes away just before the window's end and stays away: the pools step fails
     at the deadline; the rollback is not started against an absent API server (it waits for it
     for the rollback timeout, then gives up); the report is written before the lock's release,
@@ -243,7 +313,7 @@ def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client):
     core = client.CoreV1Api(api_client)
     revisions = len(core.list_namespaced_secret(NS, label_selector=f"owner=helm,name={RELEASE}").items)
     tf.set_knobs(api_client, slowNodes="*=30")
-    end = datetime.now(timezone.utc) + timedelta(seconds=int(2 * STATE.get("before_pools", 120)) + 60)
+    end = datetime.now(timezone.utc) + timedelta(seconds=int(2 * before_pools) + 60)
     extra = upgrade_vars(rb, "2.17.77", tfops_batch_percentage=10, tfops_window_safety_margin="1s",
                          tfops_window_start=(end - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
                          tfops_window_end=end.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -251,7 +321,7 @@ def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client):
     try:
         job = start_playbook("tensorfusion.ops.upgrade", extra)
         try:
-            _wait_pool(api_client, _progress_at_least(10), timeout=int(2 * STATE.get("before_pools", 120)) + 60)
+            wait_pool(api_client, pool_progress_at_least(10), timeout=int(2 * before_pools) + 60)
             time.sleep(max(0.0, (end - datetime.now(timezone.utc)).total_seconds() - 10))
             assert job.proc.poll() is None, "the run ended before the window did"
             cluster.outage(lab["state_dir"], 75)  # past the deadline, the rollback wait and the release
@@ -282,7 +352,7 @@ def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client):
     settle(api_client)
 
 
-def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api_client):
+def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api_client, upgraded, before_pools):
     # Slow hypervisor re-creation and small batches: the rollout outlasts the window, which ends
     # well after the pools step began (sized from the previous run's timing on this machine).
     # Wide margins both ways (a loaded CI machine once took 1.6x longer to reach the pools step):
@@ -290,7 +360,7 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
     # 30 s each keep the rollout going far beyond that.
     tf.set_knobs(api_client, slowNodes="*=30")
     now = datetime.now(timezone.utc)
-    end = now + timedelta(seconds=int(2 * STATE.get("before_pools", 120)) + 60)
+    end = now + timedelta(seconds=int(2 * before_pools) + 60)
     window = {"tfops_window_start": (now - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "tfops_window_end": end.strftime("%Y-%m-%dT%H:%M:%SZ"), "tfops_window_safety_margin": "1s"}
     try:
@@ -302,7 +372,7 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
     rep = report_of(run)
     assert rep["status"] == "resumable" and rep["resumable"], rep["record"]["error"]
     assert rep["record"]["paused_pools"] == ["tensor-fusion-shared"] and rep["record"]["rollback"] is None
-    template = pool_template(tfc_spec(api_client))
+    template = pool_template(tfc(api_client))
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"].get("autoUpdateHypervisor") is False
     assert lease_holder(api_client) is None
     assert "run again" in run.stdout
@@ -314,16 +384,15 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
     rep2 = report_of(again)
     assert rep2["status"] == "succeeded"
     assert ("ROLLOUT_PAUSED", "warning") in [(f["code"], f["severity"]) for f in rep2["record"]["findings"]["precheck"]]
-    template = pool_template(tfc_spec(api_client))
+    template = pool_template(tfc(api_client))
     assert template["componentConfig"]["hypervisor"]["image"] == HV + "2.18.0"
     assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is True
-    pool = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "gpupools", "tensor-fusion-shared")
+    pool = gpupool(api_client)
     assert pool["status"]["componentStatus"]["hypervisorConfigSynced"] is True
     settle(api_client)
 
 
-def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_path):
+def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_path, at_2_18_0):
     state_dir = tmp_path / "lab2"
     lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, tensorfusion=True)
     try:
@@ -345,7 +414,7 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
             path.write_text(yaml.safe_dump(inv))
             return ["-i", str(path)]
 
-        # The same change as the window test's (image and policy), so the session lab is already there.
+        # The same change as the window test's (image and policy): the session lab is already there (at_2_18_0).
         common = dict(upgrade_vars(rb, "2.18.0", tfops_batch_percentage=10), tfops_fleet_hosts="clusters")
         del common["tfops_kubeconfig"], common["tfops_chart_repo"]
         # A canary that fails (its namespace does not exist: the lock cannot be taken) stops the fleet.
@@ -365,14 +434,13 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
         cluster.down(state_dir)
 
 
-def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client):
-    assert STATE.get("v1_snapshot"), "the upgrade test did not leave its snapshot"
-    run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=STATE["v1_snapshot"]), timeout=900)
+def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client, upgraded, v1_snapshot):
+    run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=v1_snapshot["path"]), timeout=900)
     assert run.rc == 0, run.stdout[-3000:]
     rep = report_of(run)
     assert rep["status"] == "succeeded" and rep["record"]["rollback"]["ok"]
-    assert rep["record"]["snapshot"]["path"] == STATE["v1_snapshot"]
+    assert rep["record"]["snapshot"]["path"] == v1_snapshot["path"]
     assert release_chart(api_client) == V1
-    assert pool_template(tfc_spec(api_client))["componentConfig"]["hypervisor"]["image"] == STATE["v1_hypervisor"]
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == v1_snapshot["hypervisor"]
     assert lease_holder(api_client) is None
     check_files(rep)
