@@ -28,7 +28,7 @@ def lab(tmp_path_factory):
                      tmp_path_factory.mktemp("lab-state", numbered=True))
     reuse = bool(os.environ.get("TFOPS_TEST_LAB_STATE"))
     # TensorFusion (CRDs, chart v1, operator double, webhook) on 10 GPU nodes: enough for the
-    # 20 %-batch examples of the operator reference, small enough for 2 cores.
+    # 20 %-batch examples of docs/operator-behaviour.md 3.3, small enough for 2 cores.
     state = cluster.up(state_dir, nodes=10, cpu_nodes=1, addons=[tf.addon()])
     yield state
     if not reuse:

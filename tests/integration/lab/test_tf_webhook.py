@@ -1,4 +1,4 @@
-"""The Pod webhook: TensorFusion-enabled Pods get the section 6 injection, and a test Pod can show
+"""The Pod webhook: TensorFusion-enabled Pods get the injection of docs/operator-behaviour.md 6, and a test Pod can show
 the virtual GPU it sees (env, limits, gpu-ids of a GPU on its own node)."""
 import pytest
 from kubernetes.client.rest import ApiException

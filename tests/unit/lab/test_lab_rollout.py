@@ -1,4 +1,4 @@
-"""The section 3.3 state machine of the lab's operator double, without a cluster."""
+"""The state machine (docs/operator-behaviour.md 3.3) of the lab's operator double, without a cluster."""
 from dataclasses import replace
 
 import pytest

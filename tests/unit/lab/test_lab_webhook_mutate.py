@@ -1,4 +1,4 @@
-"""The webhook's pure mutation (section 6) and the double's small pure helpers."""
+"""The webhook's pure mutation (docs/operator-behaviour.md 6) and the double's small pure helpers."""
 import pytest
 
 from lab.tensorfusion import controllers, hashes, webhook

@@ -2,7 +2,7 @@
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Acceptance with a real TensorFusion Pod: the Pod to create, and what the webhook must have
-injected into it (tensorfusion-operator.md section 6), as pure functions."""
+injected into it (docs/operator-behaviour.md 6), as pure functions."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def _pod_spec(component):
 
 
 def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
-    """What the operator's hash of ``comp`` covers (docs/operator-behaviour.md, "Hashes"): equal
+    """What the operator's hash of ``comp`` covers (docs/operator-behaviour.md 3.1): equal
     views mean no campaign. A change elsewhere (the rolling policy, client.remoteModeImage,
     template metadata, vectorImage without enableVector) moves no hash."""
     config = (spec_template or {}).get("componentConfig") or {}
@@ -223,7 +223,7 @@ def policy_of(spec_template):
 
 
 def auto_update(spec_template, comp):
-    """autoUpdate<C> with the operator's fallback: absent means false (tensorfusion-operator.md 1.1)."""
+    """autoUpdate<C> with the operator's fallback: absent means false (docs/operator-behaviour.md 1.1)."""
     return bool(policy_of(spec_template).get(AUTO_FLAG[comp], False))
 
 

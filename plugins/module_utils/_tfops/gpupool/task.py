@@ -303,7 +303,7 @@ class RolloutTask:
         watcher.wait(running, self.deadline)
 
     def _wait_hypervisors(self, observer, image):
-        """Done for hypervisors (tensorfusion-operator.md 8.4): one Ready Pod per node, new image.
+        """Done for hypervisors (docs/operator-behaviour.md 8.4): one Ready Pod per node, new image.
         Returns the node counts from what the wait saw, so the result lists nothing again."""
         # Both from the watch cache: etcd lists cost 15 ms an object on a busy API server, and
         # this is the time between the operator's "synced" and the task's return (bench/, part 1).
