@@ -3,13 +3,12 @@ variables (as AWX injects them), client certificates and a ServiceAccount token;
 in the output, even at -vvv."""
 import base64
 import json
-import uuid
 
 import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .test_lab import wait_for
+from .helpers import wait_for
 
 TASK = "Read kube-system through tensorfusion.ops auth"
 
@@ -72,41 +71,36 @@ def test_wrong_ca_fails_verification(lab, tmp_path):
     assert "CERTIFICATE_VERIFY_FAILED" in run.stdout or "certificate verify failed" in run.stdout
 
 
-def test_service_account_token_and_forbidden_message(lab, api_client):
+def test_service_account_token_and_forbidden_message(lab, api_client, ns):
     core = client.CoreV1Api(api_client)
-    ns = "auth-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": ns}})
+    core.create_namespaced_service_account(ns, {"metadata": {"name": "probe"}})
+    sa = wait_for(core.list_namespaced_service_account,
+                  lambda s: s.metadata.name == "probe" and s.secrets, namespace=ns)
+    token = base64.b64decode(core.read_namespaced_secret(sa.secrets[0].name, ns)
+                             .data["token"]).decode()
+    env = {"K8S_AUTH_HOST": lab["server"], "K8S_AUTH_API_KEY": token,
+           "K8S_AUTH_SSL_CA_CERT": f"{lab['state_dir']}/pki/ca.crt"}
+    run = run_playbook("auth_probe.yml", env=env)
+    assert run.rc != 0
+    result = run.task_results(TASK)
+    assert result["msg"].startswith("forbidden: get namespaces/kube-system")
+    assert result["error"] == "Forbidden"
+    assert token not in run.stdout + run.stderr
+    # Granted read on namespaces, the same token works.
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_cluster_role({"metadata": {"name": f"{ns}-ns-read"}, "rules": [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": f"{ns}-ns-read"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": f"{ns}-ns-read"},
+        "subjects": [{"kind": "ServiceAccount", "name": "probe", "namespace": ns}]})
     try:
-        core.create_namespaced_service_account(ns, {"metadata": {"name": "probe"}})
-        sa = wait_for(core.list_namespaced_service_account,
-                      lambda s: s.metadata.name == "probe" and s.secrets, namespace=ns)
-        token = base64.b64decode(core.read_namespaced_secret(sa.secrets[0].name, ns)
-                                 .data["token"]).decode()
-        env = {"K8S_AUTH_HOST": lab["server"], "K8S_AUTH_API_KEY": token,
-               "K8S_AUTH_SSL_CA_CERT": f"{lab['state_dir']}/pki/ca.crt"}
         run = run_playbook("auth_probe.yml", env=env)
-        assert run.rc != 0
-        result = run.task_results(TASK)
-        assert result["msg"].startswith("forbidden: get namespaces/kube-system")
-        assert result["error"] == "Forbidden"
-        assert token not in run.stdout + run.stderr
-        # Granted read on namespaces, the same token works.
-        rbac = client.RbacAuthorizationV1Api(api_client)
-        rbac.create_cluster_role({"metadata": {"name": f"{ns}-ns-read"}, "rules": [
-            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]})
-        rbac.create_cluster_role_binding({
-            "metadata": {"name": f"{ns}-ns-read"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": f"{ns}-ns-read"},
-            "subjects": [{"kind": "ServiceAccount", "name": "probe", "namespace": ns}]})
-        try:
-            run = run_playbook("auth_probe.yml", env=env)
-            assert run.rc == 0, run.stdout[-2000:]
-        finally:
-            rbac.delete_cluster_role_binding(f"{ns}-ns-read")
-            rbac.delete_cluster_role(f"{ns}-ns-read")
+        assert run.rc == 0, run.stdout[-2000:]
     finally:
-        core.delete_namespace(ns)
+        rbac.delete_cluster_role_binding(f"{ns}-ns-read")
+        rbac.delete_cluster_role(f"{ns}-ns-read")
 
 
 def test_impersonation(lab):

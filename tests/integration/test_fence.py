@@ -13,9 +13,9 @@ from kubernetes import client
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
+from .helpers import pool_progress_at_least, tfc, wait_for, wait_pool
 from .settle import settle
-from .test_gpupool_rollout import HV, _progress_at_least, _wait_pool, tfc
-from .test_lab import wait_for
+from .test_gpupool_rollout import HV
 from .test_maintenance_lock import read_lease
 
 
@@ -99,7 +99,7 @@ def test_a_module_whose_run_lost_the_lock_stops_before_its_next_write(lab, api_c
     ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
     job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=15, fenced_image="%s:4.1.0" % HV))
     try:
-        _wait_pool(api_client, _progress_at_least(10), timeout=120)
+        wait_pool(api_client, pool_progress_at_least(10), timeout=120)
         generation = tfc(api_client)["metadata"]["generation"]
         force_release(lab, ns, name)  # as a person clearing what they take for a dead run's lock
     finally:
@@ -118,7 +118,7 @@ def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
     job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=30, fenced_image="%s:4.2.0" % HV))
     below = []
     try:
-        _wait_pool(api_client, _progress_at_least(10), timeout=120)
+        wait_pool(api_client, pool_progress_at_least(10), timeout=120)
         below = descendants(job.proc.pid)
         # The worker is a fork of ansible-playbook (same command line) and runs the module in
         # itself (plugin_utils/in_process.py); as a module process it would be below the worker.

@@ -11,9 +11,8 @@ from kubernetes import client
 
 from lab import tensorfusion as tf
 
-from .test_gpupool_rollout import HV, gpupool, hv, rollout, tfc
-
-NS = "tensor-fusion-sys"
+from .helpers import NS, gpupool, tfc
+from .test_gpupool_rollout import HV, hv, rollout
 
 
 def hypervisors(api_client):

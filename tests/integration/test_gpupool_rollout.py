@@ -7,15 +7,14 @@ import sys
 import time
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 
 from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook
+from .helpers import GROUP, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_pool
 
-GROUP, VERSION = "tensor-fusion.ai", "v1"
-POOL = "tensor-fusion-shared"
 HV = "tensorfusion/tensor-fusion-hypervisor"
 
 
@@ -33,20 +32,11 @@ def hv(tag, pct=20, **policy):
     return {"components": {"hypervisor": {"image": f"{HV}:{tag}"}}, "rolling_update": rolling}
 
 
-def tfc(api_client):
-    return client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        GROUP, VERSION, "tensorfusionclusters", "tensor-fusion")
-
-
 def written_by_users(obj):
     """What a client write changes (the operator's own status writes also move resourceVersion):
     generation counts spec writes; labels and annotations are metadata writes."""
     meta = obj["metadata"]
     return meta["generation"], meta.get("labels"), meta.get("annotations"), obj["spec"]
-
-
-def gpupool(api_client):
-    return client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "gpupools", POOL)
 
 
 def hypervisor_images(api_client):
@@ -140,39 +130,10 @@ def _background_rollout(lab, tag, **policy):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
-def _progress_at_least(pct):
-    def check(pool):
-        status = ((pool.get("status") or {}).get("componentStatus") or {})
-        return int(status.get("hypervisorUpdateProgress") or 0) >= pct and \
-            not status.get("hypervisorConfigSynced")
-    return check
-
-
-def _wait_pool(api_client, predicate, timeout=120):
-    """Watch the GPUPool until predicate(pool dict) holds."""
-    co = client.CustomObjectsApi(api_client)
-    deadline = time.monotonic() + timeout
-    listing = co.list_cluster_custom_object(GROUP, VERSION, "gpupools")
-    for item in listing["items"]:
-        if item["metadata"]["name"] == POOL and predicate(item):
-            return item
-    rv = listing["metadata"]["resourceVersion"]
-    while time.monotonic() < deadline:
-        w = watch.Watch()
-        for ev in w.stream(co.list_cluster_custom_object, GROUP, VERSION, "gpupools", resource_version=rv,
-                           timeout_seconds=max(1, int(deadline - time.monotonic()))):
-            obj = ev["object"]
-            rv = obj["metadata"]["resourceVersion"]
-            if obj["metadata"]["name"] == POOL and predicate(obj):
-                w.stop()
-                return obj
-    raise AssertionError(f"GPUPool condition not met within {timeout}s")
-
-
 def test_second_change_mid_rollout_wins_and_the_first_says_superseded(lab, api_client):
     first = _background_rollout(lab, "3.3.0")
     try:
-        _wait_pool(api_client, _progress_at_least(20))
+        wait_pool(api_client, pool_progress_at_least(20))
         run, res = rollout(lab, **hv("3.4.0"))
         assert run.rc == 0, res.get("msg")
         assert hypervisor_images(api_client) == [f"{HV}:3.4.0"]
@@ -267,7 +228,7 @@ def test_api_server_restart_during_the_wait(lab, api_client):
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
     job = _background_rollout(lab, "3.7.0")
     try:
-        _wait_pool(api_client, _progress_at_least(20))
+        wait_pool(api_client, pool_progress_at_least(20))
         cluster.restart_api_server(lab["state_dir"])
         out, _err = job.communicate(timeout=480)
     finally:
@@ -286,7 +247,7 @@ def test_an_api_server_outage_during_the_wait_is_ridden_out(lab, api_client, sec
     generation = tfc(api_client)["metadata"]["generation"]
     job = _background_rollout(lab, "3.8.%d" % seconds)
     try:
-        _wait_pool(api_client, _progress_at_least(20))
+        wait_pool(api_client, pool_progress_at_least(20))
         cluster.outage(lab["state_dir"], seconds)
         out, _err = job.communicate(timeout=600)
     finally:
@@ -308,14 +269,14 @@ def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
     co = client.CustomObjectsApi(api_client)
     kube = Kube(auth.resolve_auth({"kubeconfig": lab["kubeconfig"]}, {}))
-    editor = ClusterEditor(kube, "tensor-fusion")
+    editor = ClusterEditor(kube, TFC)
     attempts = []
 
     def change(template):
         if not attempts:  # someone else writes between our read and our write
-            other = co.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", "tensor-fusion")
+            other = tfc(api_client)
             other["metadata"].setdefault("labels", {})["edited-by"] = "someone-else"
-            co.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", "tensor-fusion", other)
+            co.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC, other)
         attempts.append(1)
         return rl.desired_spec_template(template, {}, {"batch_interval": "3s"})
 

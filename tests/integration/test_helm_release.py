@@ -8,7 +8,6 @@ import gzip
 import hashlib
 import json
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -16,9 +15,9 @@ import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
+from .helpers import NS, gpupool, tfc, wait_for
 
-GROUP, VERSION = "tensor-fusion.ai", "v1"
-NS = RELEASE = "tensor-fusion-sys"
+RELEASE = NS
 V1, V2 = "1.8.6", "1.8.7"
 HV = "tensorfusion/tensor-fusion-hypervisor"
 TINY = str(Path(__file__).resolve().parent / "charts" / "tfops-tiny")
@@ -57,11 +56,6 @@ def user_values(helm, lab, name=RELEASE, ns=NS):
     return helm_json(helm, lab, "get", "values", name, "-n", ns) or {}
 
 
-def tfc(api_client):
-    return client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        GROUP, VERSION, "tensorfusionclusters", "tensor-fusion")
-
-
 def component_config(api_client):
     return tfc(api_client)["spec"]["gpuPools"][0]["specTemplate"]["componentConfig"]
 
@@ -80,18 +74,6 @@ def set_hypervisor_image(lab, image):
 @pytest.fixture(params=MAJORS, ids=lambda m: "helm" + m)
 def helm(request, helm_bins):
     return helm_bins[request.param]
-
-
-@pytest.fixture
-def ns(api_client):
-    core = client.CoreV1Api(api_client)
-    name = "hr-" + uuid.uuid4().hex[:6]
-    yield name
-    try:
-        core.delete_namespace(name)
-    except client.ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
 @pytest.fixture
@@ -181,8 +163,7 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     assert component_config(api_client) == saved_cc
     assert [c["pool"] for c in res["component_config"]] == ["shared"]
     assert res["component_config"][0]["waited_for"] == ["hypervisor"]
-    pool = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        GROUP, VERSION, "gpupools", "tensor-fusion-shared")
+    pool = gpupool(api_client)
     assert pool["status"]["componentStatus"]["hypervisorConfigSynced"] is True
     assert pool["status"]["componentStatus"]["hypervisorUpdateProgress"] == 100
 
@@ -527,12 +508,6 @@ def test_apply_crds_updates_what_helm_does_not(lab, api_client, helm, ns):
         assert run.rc == 0 and res["crds"] == {WIDGETS: False} and res["changed"] is False, res
     finally:
         ext.delete_custom_resource_definition(WIDGETS)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # a CRD's deletion finishes after its finalizer
-            try:
-                ext.read_custom_resource_definition(WIDGETS)
-            except client.ApiException as exc:
-                if exc.status == 404:
-                    break
-                raise
-            time.sleep(0.2)
+        # A CRD's deletion finishes after its finalizer.
+        wait_for(ext.list_custom_resource_definition, lambda crd: crd.metadata.name == WIDGETS, gone=True,
+                 what=f"CustomResourceDefinition {WIDGETS} to be deleted")

@@ -8,45 +8,19 @@ import time
 import uuid
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from lab import cluster, procs
 
+from .helpers import deployment, wait_for
 from .settle import settle
-
-
-def wait_for(list_fn, predicate, timeout=60, **kwargs):
-    """Watch list_fn until predicate(obj) holds for some object; return it."""
-    deadline = time.monotonic() + timeout
-    listing = list_fn(**kwargs)
-    for obj in listing.items:
-        if predicate(obj):
-            return obj
-    rv = listing.metadata.resource_version
-    while time.monotonic() < deadline:
-        w = watch.Watch()
-        for ev in w.stream(list_fn, resource_version=rv,
-                           timeout_seconds=max(1, int(deadline - time.monotonic())), **kwargs):
-            rv = ev["object"].metadata.resource_version
-            if predicate(ev["object"]):
-                w.stop()
-                return ev["object"]
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 @pytest.fixture
 def namespace(ns):
     """The conftest's own namespace, under the name these tests use."""
     return ns
-
-
-def deployment(name, image="registry.lab/app:1", replicas=2):
-    labels = {"app": name}
-    return {"metadata": {"name": name, "labels": labels},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": image}]}}}}
 
 
 def test_rollout_restart_completes_through_the_real_controller_manager(lab, api_client, namespace,

@@ -15,7 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 
 from .ansible_runner import run_playbook
-from .test_lab import wait_for
+from .helpers import wait_for
 
 TASK = "Change the lock"
 

@@ -10,6 +10,7 @@ from kubernetes import client
 from lab.tensorfusion import install_crds
 
 from .ansible_runner import run_playbook
+from .helpers import GROUP, VERSION
 
 TASK = "Evaluate the window"
 
@@ -139,10 +140,10 @@ def tf_objects(lab, api_client):
              (names["bare"], _policy()),
              (names["default"], _policy(["0 3 * * *"]))]
     for name, spec in pools:
-        custom.create_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", {
+        custom.create_cluster_custom_object(GROUP, VERSION, "gpupools", {
             "apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": name},
             "spec": spec})
-    custom.create_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters", {
+    custom.create_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", {
         "apiVersion": "tensor-fusion.ai/v1", "kind": "TensorFusionCluster",
         "metadata": {"name": names["cluster"]},
         "spec": {"gpuPools": [
@@ -150,8 +151,8 @@ def tf_objects(lab, api_client):
             {"name": "train", "specTemplate": _policy(["0 4 * * *"], "1h")}]}})
     yield dict(names, kubeconfig=lab["kubeconfig"])
     for name, _spec in pools:
-        custom.delete_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools", name)
-    custom.delete_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters",
+        custom.delete_cluster_custom_object(GROUP, VERSION, "gpupools", name)
+    custom.delete_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters",
                                         names["cluster"])
 
 

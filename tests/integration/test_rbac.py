@@ -13,9 +13,9 @@ from kubernetes import client
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook
+from .helpers import NS, gpupool, tfc
 from .settle import settle
 
-NS = "tensor-fusion-sys"
 LEASE = "tensorfusion-ops-maintenance"
 
 
@@ -24,7 +24,6 @@ def touched(api_client):
     the GPUPool, the controller Deployment, every Secret of the namespace (Helm's storage
     included), ConfigMaps and the Namespace's Pods."""
     core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
-    custom = client.CustomObjectsApi(api_client)
     found = {}
     try:
         found["lease"] = client.CoordinationV1Api(api_client).read_namespaced_lease(
@@ -32,10 +31,8 @@ def touched(api_client):
     except client.ApiException as exc:
         assert exc.status == 404
         found["lease"] = None
-    found["tfc"] = custom.get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")["metadata"]["resourceVersion"]
-    found["pool"] = custom.get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "gpupools", "tensor-fusion-shared")["metadata"]["resourceVersion"]
+    found["tfc"] = tfc(api_client)["metadata"]["resourceVersion"]
+    found["pool"] = gpupool(api_client)["metadata"]["resourceVersion"]
     found["deployments"] = {d.metadata.name: d.metadata.resource_version
                             for d in apps.list_namespaced_deployment(NS).items}
     found["secrets"] = {s.metadata.name: s.metadata.resource_version

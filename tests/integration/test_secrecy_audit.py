@@ -19,10 +19,10 @@ import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook, start_playbook
+from .helpers import NS
 from .rbac_helpers import RBAC_DIR
 from .settle import settle
 
-NS = "tensor-fusion-sys"
 SECRET = "tfops-audit-credentials"
 
 
@@ -254,7 +254,7 @@ def test_no_secret_content_in_ansible_tmp_while_a_rotation_runs_nor_after_a_kill
     import time
 
     from .test_fence import alive, descendants, force_release, reap
-    from .test_lab import deployment, wait_for
+    from .helpers import deployment, wait_for
     core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
     value = canary("disk")
     core.create_namespaced_secret(ns, {"metadata": {"name": "disk-cred"}, "stringData": {"pw": canary("old")}})

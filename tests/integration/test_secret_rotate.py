@@ -14,13 +14,10 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
+from .helpers import GROUP, NS, VERSION, deployment, gpupool, pool_progress_at_least, tfc, wait_for, wait_pool
 from .settle import settle
-from .test_gpupool_rollout import _progress_at_least, _wait_pool
-from .test_lab import deployment, wait_for
 
 TASK = "Rotate"
-NS = "tensor-fusion-sys"
-GROUP, VERSION = "tensor-fusion.ai", "v1"
 TFC, POOL = "tensor-fusion", "shared"
 VENDOR = "tf-cloud-vendor-credentials"
 
@@ -127,13 +124,13 @@ def _set_pull_secrets(lab, api_client, names):
 
 
 def _pool_entry(api_client):
-    obj = client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
+    obj = tfc(api_client, TFC)
     return [p for p in obj["spec"]["gpuPools"] if p["name"] == POOL][0]
 
 
 def _restore_pool_entry(api_client, entry):
     custom = client.CustomObjectsApi(api_client)
-    obj = custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)
+    obj = tfc(api_client, TFC)
     obj["spec"]["gpuPools"] = [entry if p["name"] == POOL else p for p in obj["spec"]["gpuPools"]]
     obj["metadata"].get("annotations", {}).pop("ops.tensor-fusion.ai/paused", None)
     custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC, obj)
@@ -175,13 +172,11 @@ def test_registry_credential_versioned_through_the_cluster_then_old_deleted(lab,
         paused = run_playbook("gpupool_rollout.yml", {"lab_kubeconfig": lab["kubeconfig"], "gr_pool": POOL,
                                                       "gr_state": "paused", "gr_components": {"hypervisor": {}}})
         assert paused.rc == 0
-        generation = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-            GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"]
+        generation = tfc(api_client, TFC)["metadata"]["generation"]
         run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": third_value},
                           consumers=consumer)
         assert run.rc != 0 and "autoUpdateHypervisor is false" in res["msg"]
-        assert client.CustomObjectsApi(api_client).get_cluster_custom_object(
-            GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"] == generation
+        assert tfc(api_client, TFC)["metadata"]["generation"] == generation
         assert not [n for n in secret_names(api_client) if n.startswith(base) and n != new]
         # ... unless the task allows deleting the Pods that did not roll after the grace period
         old_uids = {p.metadata.uid for p in live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")}
@@ -207,7 +202,7 @@ def test_an_api_server_outage_during_the_consumer_wait_is_ridden_out(lab, api_cl
     outage takes the same retry path, covered by test_gpupool_rollout.py.)"""
     seconds = 30
     settle(api_client)
-    core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+    core = client.CoreV1Api(api_client)
     base = "outage%d-%s" % (seconds, uuid.uuid4().hex[:5])
     new_value = canary("new")
     core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": canary("old")}})
@@ -216,12 +211,12 @@ def test_an_api_server_outage_during_the_consumer_wait_is_ridden_out(lab, api_cl
     try:
         _set_pull_secrets(lab, api_client, [base])
         tf.set_knobs(api_client, batchGapFloorSeconds=4)
-        generation = custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)["metadata"]["generation"]
+        generation = tfc(api_client, TFC)["metadata"]["generation"]
         job = start_playbook("secret_rotate.yml", {
             "lab_kubeconfig": lab["kubeconfig"], "sr_name": base, "sr_strategy": "versioned",
             "sr_string_data": {"token": new_value}, "sr_consumers": consumer, "sr_delete_old": True})
         try:
-            _wait_pool(api_client, _progress_at_least(20))
+            wait_pool(api_client, pool_progress_at_least(20))
             cluster.outage(lab["state_dir"], seconds)
         finally:
             run = job.finish(timeout=600)
@@ -229,7 +224,7 @@ def test_an_api_server_outage_during_the_consumer_wait_is_ridden_out(lab, api_cl
         assert run.rc == 0, res.get("msg") or run.stdout[-3000:]
         assert res["changed"] is True and res["deleted"] == [base]
         assert [s["step"] for s in res["steps"]] == ["create", "repoint", "roll", "verify", "delete_old"]
-        assert custom.get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC)[
+        assert tfc(api_client, TFC)[
             "metadata"]["generation"] == generation + 1, "one write of the TensorFusionCluster"
         assert "the API server could not be used for" in run.stdout + run.stderr
         assert_no_value(run.stdout + run.stderr, [new_value])
@@ -282,7 +277,7 @@ def test_in_place_rotation_rolls_hypervisor_and_worker_templates_and_is_verified
                                   "batch_percentage": 50, "batch_interval": "1s"}})
         assert run.rc == 0, run.stdout[-2000:]
         hv_uids = {p.metadata.uid for p in live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")}
-        pool_before = custom.get_cluster_custom_object(GROUP, VERSION, "gpupools", "%s-%s" % (TFC, POOL))
+        pool_before = gpupool(api_client, "%s-%s" % (TFC, POOL))
         hashes_before = dict((c, pool_before["status"]["componentStatus"].get(c)) for c in ("hypervisor", "worker"))
 
         run, res = rotate(lab, verbose=True, name=name, strategy="in_place",
@@ -292,7 +287,7 @@ def test_in_place_rotation_rolls_hypervisor_and_worker_templates_and_is_verified
                                                      "roll", "roll", "verify", "verify"]
         assert_no_value(run.stdout + run.stderr, [old_value, new_value])
         assert secret_data(api_client, name) == {"key": new_value}
-        pool = custom.get_cluster_custom_object(GROUP, VERSION, "gpupools", "%s-%s" % (TFC, POOL))
+        pool = gpupool(api_client, "%s-%s" % (TFC, POOL))
         status = pool["status"]["componentStatus"]
         for comp in ("hypervisor", "worker"):  # both campaigns ran to the end
             assert status[comp] != hashes_before[comp], comp

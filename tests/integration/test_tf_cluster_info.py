@@ -8,7 +8,7 @@ import uuid
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .test_gpupool_rollout import _wait_pool
+from .helpers import GROUP, NS, VERSION, tfc, wait_pool
 from .settle import controller_stopped, settle
 
 
@@ -45,7 +45,7 @@ def test_cached_and_consistent_reads_agree(lab, api_client):
     cached, consistent = info(lab), info(lab, cached_reads=False)
     for key in ("gpunodes", "hypervisors", "gpus", "workloads", "pools", "release"):
         assert cached["data"][key] == consistent["data"][key], key
-    gpus = client.CustomObjectsApi(api_client).list_cluster_custom_object("tensor-fusion.ai", "v1", "gpus")["items"]
+    gpus = client.CustomObjectsApi(api_client).list_cluster_custom_object(GROUP, VERSION, "gpus")["items"]
     assert cached["data"]["gpus"]["total"] == len(gpus)
     assert cached["data"]["gpus"]["by_phase"] == {
         phase: sum(1 for g in gpus if (g.get("status") or {}).get("phase", "") == phase)
@@ -53,31 +53,26 @@ def test_cached_and_consistent_reads_agree(lab, api_client):
     assert cached["api_requests"] <= consistent["api_requests"]
 
 
-def test_pending_release_is_blocking(lab, api_client):
+def test_pending_release_is_blocking(lab, api_client, ns):
     core = client.CoreV1Api(api_client)
-    ns = "ci-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": ns}})
-    try:
-        # Helm's own storage record of a release stuck mid-upgrade (only the labels matter here).
-        core.create_namespaced_secret(ns, {"metadata": {
-            "name": "sh.helm.release.v1.tf.v2",
-            "labels": {"owner": "helm", "name": "tf", "status": "pending-upgrade", "version": "2"}},
-            "type": "helm.sh/release.v1", "stringData": {"release": "not read"}})
-        res = info(lab, namespace=ns, release_name="tf")
-        assert "RELEASE_PENDING" in codes(res, "blocking")
-        assert "CONTROLLER_MISSING" in codes(res, "blocking")
-    finally:
-        core.delete_namespace(ns)
+    # Helm's own storage record of a release stuck mid-upgrade (only the labels matter here).
+    core.create_namespaced_secret(ns, {"metadata": {
+        "name": "sh.helm.release.v1.tf.v2",
+        "labels": {"owner": "helm", "name": "tf", "status": "pending-upgrade", "version": "2"}},
+        "type": "helm.sh/release.v1", "stringData": {"release": "not read"}})
+    res = info(lab, namespace=ns, release_name="tf")
+    assert "RELEASE_PENDING" in codes(res, "blocking")
+    assert "CONTROLLER_MISSING" in codes(res, "blocking")
 
 
 def test_stuck_hypervisor_pending_node_and_recovery(lab, api_client):
     core = client.CoreV1Api(api_client)
-    pod = core.read_namespaced_pod("hypervisor-tfops-gpu-3", "tensor-fusion-sys")
+    pod = core.read_namespaced_pod("hypervisor-tfops-gpu-3", NS)
     core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
                                                       "data": {"neverReadyImages": pod.spec.containers[0].image}})
     try:
-        core.delete_namespaced_pod("hypervisor-tfops-gpu-3", "tensor-fusion-sys")
-        _wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") != "Running")
+        core.delete_namespaced_pod("hypervisor-tfops-gpu-3", NS)
+        wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") != "Running")
         res = info(lab)
         blocking = codes(res, "blocking")
         for code in ("HYPERVISOR_NOT_READY", "GPUNODE_NOT_RUNNING", "POOL_NOT_RUNNING"):
@@ -86,36 +81,30 @@ def test_stuck_hypervisor_pending_node_and_recovery(lab, api_client):
         assert "tfops-gpu-3" in stuck[0]["message"] and "ImagePullBackOff" in stuck[0]["message"]
     finally:
         core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
-    _wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") == "Running")
+    wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") == "Running")
 
 
-def test_fragile_business_workload_warnings(lab, api_client):
+def test_fragile_business_workload_warnings(lab, api_client, ns):
     apps = client.AppsV1Api(api_client)
-    core = client.CoreV1Api(api_client)
-    ns = "ci-" + uuid.uuid4().hex[:6]
-    core.create_namespace({"metadata": {"name": ns}})
     labels = {"app": "llm", "tensor-fusion.ai/enabled": "true"}
-    try:
-        apps.create_namespaced_deployment(ns, {
-            "metadata": {"name": "llm"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm"}},
-                     "template": {"metadata": {"labels": labels, "annotations": {
-                         "tensor-fusion.ai/tflops-request": "10", "tensor-fusion.ai/vram-request": "1Gi"}},
-                         "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
-        res = info(lab)
-        mine = sorted(f["code"] for f in res["findings"] if f["object"] == f"deployment/{ns}/llm")
-        assert mine == ["WORKLOAD_NO_PDB", "WORKLOAD_NO_READINESS_PROBE", "WORKLOAD_SINGLE_REPLICA"]
-        apps.patch_namespaced_deployment("llm", ns, {"spec": {"replicas": 2, "template": {"spec": {
-            "containers": [{"name": "c", "readinessProbe": {"tcpSocket": {"port": 80}}}]}}}})
-        pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
-               "metadata": {"name": "llm"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llm"}}}}
-        from kubernetes.dynamic import DynamicClient
-        DynamicClient(api_client).resources.get(api_version="policy/v1beta1", kind="PodDisruptionBudget") \
-            .create(body=pdb, namespace=ns)
-        res = info(lab)
-        assert not [f for f in res["findings"] if f["object"] == f"deployment/{ns}/llm"]
-    finally:
-        core.delete_namespace(ns)
+    apps.create_namespaced_deployment(ns, {
+        "metadata": {"name": "llm"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm"}},
+                 "template": {"metadata": {"labels": labels, "annotations": {
+                     "tensor-fusion.ai/tflops-request": "10", "tensor-fusion.ai/vram-request": "1Gi"}},
+                     "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
+    res = info(lab)
+    mine = sorted(f["code"] for f in res["findings"] if f["object"] == f"deployment/{ns}/llm")
+    assert mine == ["WORKLOAD_NO_PDB", "WORKLOAD_NO_READINESS_PROBE", "WORKLOAD_SINGLE_REPLICA"]
+    apps.patch_namespaced_deployment("llm", ns, {"spec": {"replicas": 2, "template": {"spec": {
+        "containers": [{"name": "c", "readinessProbe": {"tcpSocket": {"port": 80}}}]}}}})
+    pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "llm"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llm"}}}}
+    from kubernetes.dynamic import DynamicClient
+    DynamicClient(api_client).resources.get(api_version="policy/v1beta1", kind="PodDisruptionBudget") \
+        .create(body=pdb, namespace=ns)
+    res = info(lab)
+    assert not [f for f in res["findings"] if f["object"] == f"deployment/{ns}/llm"]
 
 
 def test_findings_per_code_counts_what_it_leaves_out(lab, api_client, ns):
@@ -173,8 +162,7 @@ def _merge_patch_tfc(api_client, body):
 def _without_chart_pools_record(api_client):
     """The post-renderer's annotation (left by a chart step that ran before on this lab) taken off
     for the block and put back: with it, nothing is revertible and nothing is compared."""
-    recorded = (client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")["metadata"].get("annotations") or {}).get(CHART_POOLS)
+    recorded = (tfc(api_client)["metadata"].get("annotations") or {}).get(CHART_POOLS)
     if recorded is not None:
         _merge_patch_tfc(api_client, {"metadata": {"annotations": {CHART_POOLS: None}}})
     try:
@@ -200,8 +188,7 @@ def test_live_pool_edits_the_next_chart_upgrade_would_revert(lab, api_client):
     the release's rendering, the secret never; the post-renderer's annotation means nothing
     revertible; putting the pool back removes the finding."""
     settle(api_client)
-    original = client.CustomObjectsApi(api_client).get_cluster_custom_object(
-        "tensor-fusion.ai", "v1", "tensorfusionclusters", "tensor-fusion")
+    original = tfc(api_client)
     recorded = (original["metadata"].get("annotations") or {}).get(CHART_POOLS)
     canary = "s3cr3t-" + uuid.uuid4().hex
     try:

@@ -5,7 +5,7 @@ fails with its reason."""
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .test_lab import deployment, wait_for
+from .helpers import deployment, wait_for
 
 TASK = "Restart"
 
