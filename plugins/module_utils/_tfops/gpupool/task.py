@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
@@ -122,16 +123,13 @@ def run_rollout(ctx):
         return RolloutTask(ctx, params).run()
 
 
-class RolloutTask:
-    """One Task signature (core/module.py): the context, the params, and what this task adds."""
+class RolloutTask(Task):
+    """``template_change`` (template -> template) replaces the task's components settings: a
+    Secret rotation repoints a component's Pod template through the same rollout."""
 
     def __init__(self, ctx, params, template_change=None):
+        super().__init__(ctx, params)
         self.template_change = template_change
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.deadline = ctx.deadline
-        self.warnings = ctx.warnings
 
     def run(self):
         params = self.params

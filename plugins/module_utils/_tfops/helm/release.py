@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
@@ -264,21 +265,22 @@ def summary(info):
             "chart_version": info.get("chart_version"), "app_version": info.get("app_version")}
 
 
+def on_secret(ctx):
+    """How the helm tasks register secret-looking strings: masked wherever they show (three
+    characters or more: shorter fragments would mask unrelated text)."""
+    return lambda values: ctx.hide(values, min_length=3)
+
+
 # ---- the task -----------------------------------------------------------------------------------
-class ReleaseTask:
-    """One helm_release run (one Task signature, core/module.py): the context, the params, and
-    the helm CLI. Secret-looking strings it meets are registered with the context (masked)."""
+class ReleaseTask(Task):
+    """One helm_release run with the helm CLI; the secret-looking strings it meets are registered
+    with the context (masked wherever they show)."""
 
     def __init__(self, ctx, params, helm):
+        super().__init__(ctx, params)
         self.helm = helm
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.diff_mode = ctx.diff_mode
-        self.deadline = ctx.deadline
-        self.on_secret = lambda values: ctx.hide(values, min_length=3)
-        self.kube = ctx.kube
+        self.on_secret = on_secret(ctx)
         self._exists_cache = {}
-        self.warnings = ctx.warnings
         self.keeper = pool_keeper.PoolKeeper(self.kube, helm.temp_dir, helm.major, params.get("keep_pools", True))
         self.held, self._providers, self._providers_before = [], {}, {}
         self.result = {"changed": False, "name": params["name"], "namespace": params["namespace"],

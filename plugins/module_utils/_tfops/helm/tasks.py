@@ -24,16 +24,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import (
     ReleaseTask,
+    on_secret,
     validate,
 )
 
 FIELD_MANAGER = "tensorfusion.ops"
-
-
-def on_secret(ctx):
-    """How the helm tasks register secret-looking strings: masked wherever they show (three
-    characters or more: shorter fragments would mask unrelated text)."""
-    return lambda values: ctx.hide(values, min_length=3)
 
 
 def open_helm(ctx):

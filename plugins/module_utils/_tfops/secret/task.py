@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
@@ -89,20 +90,15 @@ def run_rotation(ctx):
                 helm.close()
 
 
-class RotateTask:
-    """One Task signature (core/module.py): the context, the params, and the helm CLI (only for
-    HelmRelease consumers)."""
+class RotateTask(Task):
+    """``helm``: the helm CLI, only for HelmRelease consumers."""
 
     def __init__(self, ctx, params, helm=None):
+        super().__init__(ctx, params)
         self.helm = helm
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.deadline = ctx.deadline
         self.namespace = params["namespace"]
         self.secrets = self.kube.resource("Secret", api_version="v1")
         self.steps = []
-        self.warnings = ctx.warnings
         self.undo = []  # callables that put things back, newest last
         self.verified = False  # the consumers run on the new content: nothing is undone after
 
