@@ -8,7 +8,7 @@ import uuid
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .helpers import GROUP, NS, VERSION, tfc, wait_pool
+from .helpers import GROUP, NS, VERSION, tfc, wait_for, wait_pool
 from .settle import controller_stopped, settle
 
 
@@ -65,6 +65,11 @@ def test_pending_release_is_blocking(lab, api_client, ns):
     assert "CONTROLLER_MISSING" in codes(res, "blocking")
 
 
+def _image_pull_failing(pod):
+    return any(c.state and c.state.waiting and c.state.waiting.reason == "ImagePullBackOff"
+               for c in pod.status.container_statuses or [])
+
+
 def test_stuck_hypervisor_pending_node_and_recovery(lab, api_client):
     core = client.CoreV1Api(api_client)
     pod = core.read_namespaced_pod("hypervisor-tfops-gpu-3", NS)
@@ -73,6 +78,10 @@ def test_stuck_hypervisor_pending_node_and_recovery(lab, api_client):
     try:
         core.delete_namespaced_pod("hypervisor-tfops-gpu-3", NS)
         wait_pool(api_client, lambda p: (p.get("status") or {}).get("phase") != "Running")
+        # The pool leaves Running as soon as the node does; the kubelet reports the image pull
+        # failing a moment later: the picture is taken once the new Pod says so.
+        wait_for(core.list_namespaced_pod, _image_pull_failing, NS,
+                 field_selector="metadata.name=hypervisor-tfops-gpu-3", what="hypervisor-tfops-gpu-3 in ImagePullBackOff")
         res = info(lab)
         blocking = codes(res, "blocking")
         for code in ("HYPERVISOR_NOT_READY", "GPUNODE_NOT_RUNNING", "POOL_NOT_RUNNING"):
