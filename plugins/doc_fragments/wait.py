@@ -5,8 +5,16 @@
 from __future__ import annotations
 
 
-# wait_timeout and deadline, shared by both fragments below.
-_TIMEOUT_OPTIONS = r"""
+class ModuleDocFragment:
+    # A module with other defaults names only the option and its default; the text stays here.
+    # (Each fragment is one string literal: ansible-test's yamllint reads them as literals.)
+    DOCUMENTATION = r"""
+options:
+  wait:
+    description:
+      - Whether to wait until the change is done. Waiting follows a watch, not a poll.
+    type: bool
+    default: true
   wait_timeout:
     description:
       - How many seconds to wait at most.
@@ -22,17 +30,20 @@ _TIMEOUT_OPTIONS = r"""
     type: str
 """
 
-
-class ModuleDocFragment:
-    # A module with other defaults names only the option and its default; the text stays here.
-    DOCUMENTATION = r"""
-options:
-  wait:
-    description:
-      - Whether to wait until the change is done. Waiting follows a watch, not a poll.
-    type: bool
-    default: true""" + _TIMEOUT_OPTIONS
-
     # For modules that always wait (there is no O(wait) to turn it off).
     TIMEOUT = r"""
-options:""" + _TIMEOUT_OPTIONS
+options:
+  wait_timeout:
+    description:
+      - How many seconds to wait at most.
+    type: int
+    default: 600
+  deadline:
+    description:
+      - An absolute time (ISO 8601, for example the end of a maintenance window as returned by
+        M(tensorfusion.ops.maintenance_window)) after which no wait goes on.
+      - The earlier of O(deadline) and O(wait_timeout) ends the wait; a wait that ends this way
+        fails and says what it was waiting for and what was still missing.
+      - A deadline that has already passed is refused before anything is written.
+    type: str
+"""
