@@ -66,13 +66,12 @@ def _wait_for(what: str, check, state: Dict, deadline: float,
 
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
        node_lifecycle: bool = True, timeout: float = 120.0,
-       addons: Sequence[Union[str, addons_mod.Addon]] = (), tensorfusion: bool = False) -> Dict:
+       addons: Sequence[Union[str, addons_mod.Addon]] = ()) -> Dict:
     """Start the control plane, then ``addons`` in their order (add-on objects, or names of
-    registered add-ons with their default options); returns the state. ``tensorfusion=True`` is
-    short for the registered add-on ``tensorfusion`` at its defaults (its module, lab.tensorfusion,
-    must have been imported). A lab already running in ``state_dir`` is returned as it is."""
+    registered add-ons with their default options); returns the state. A lab already running in
+    ``state_dir`` is returned as it is."""
     state_dir = Path(state_dir).resolve()
-    wanted = addons_mod.resolve(list(addons) + (["tensorfusion"] if tensorfusion else []))
+    wanted = addons_mod.resolve(addons)
     claim(state_dir)
     existing = load_state(state_dir)
     if existing and all(procs.alive(r) for r in existing["processes"]):

@@ -176,6 +176,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+api_server:
+  description: The API server the report was kept in (O(store=cluster) or O(store=both), outside check mode).
+  returned: when the task connected to the cluster
+  type: str
+  sample: https://203.0.113.10:6443
 status:
   description:
     - The outcome of a check-mode run (O(check_run)) - V(planned) or V(blocked) (a step failed,

@@ -394,7 +394,7 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
 
 def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_path, at_2_18_0):
     state_dir = tmp_path / "lab2"
-    lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, tensorfusion=True)
+    lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, addons=[tf.addon()])
     try:
         # A new lab returns while its pool's first hypervisor campaign may still run (the precheck
         # blocks on it): a cluster a fleet upgrades is a settled one.

@@ -66,12 +66,6 @@ def test_a_passed_deadline_is_refused_before_the_body_runs():
     assert module.failed["error"] == "InvalidInput" and "has already passed" in module.failed["msg"]
 
 
-def test_a_body_allowed_to_start_past_its_deadline_runs():
-    module = run(FakeModule(deadline=past()), lambda ctx: {"changed": True},
-                 deadline=deadline_from, past_deadline_ok=lambda params: True)
-    assert module.exited == {"changed": True}
-
-
 def test_diff_is_returned_exactly_in_diff_mode():
     def body(ctx):
         return {"changed": True, "diff": {"before": "a", "after": "b"}}
@@ -92,6 +86,18 @@ def test_warnings_go_through_the_context_also_when_the_body_fails():
     assert module.warnings == ["before the failure"]
     assert module.failed["msg"] == "nothing became Ready" and module.failed["error"] == "WaitTimeout"
     assert module.failed["changed"] is True and module.failed["stuck"] == ["p"]
+
+
+class Written:
+    server, written = "https://api.lab:6443", True
+
+
+def test_a_failure_after_a_write_says_changed_and_names_the_api_server():
+    def body(ctx):
+        ctx.kube = Written()  # what ctx.connected() leaves: the client, which wrote
+        raise WaitTimeout("the Pods never became Ready")
+    module = run(FakeModule(), body)
+    assert module.failed["changed"] is True and module.failed["api_server"] == "https://api.lab:6443"
 
 
 def test_hide_registers_values_of_a_minimum_length():

@@ -35,11 +35,12 @@ def load_plan(source, host):
 
 
 def _identity(ctx, salt):
+    """The live identity of the cluster and release, with the digest of the task's inputs."""
     params = ctx.params
     with ctx.connected() as kube:
         identity = live_identity(kube, params["namespace"], params["release"], salt)
     identity["inputs"] = plans.digest(params["inputs"] or {}, salt)
-    return identity, kube.server
+    return identity
 
 
 def run_change_plan(ctx):
@@ -49,17 +50,15 @@ def run_change_plan(ctx):
         raise InvalidInput("max_age must be a positive number of seconds, not %d" % params["max_age"])
     if params["state"] == "captured":
         salt = params.get("salt") or plans.new_salt()
-        identity, server = _identity(ctx, salt)
-        return {"changed": False, "salt": salt, "identity": identity, "api_server": server}
+        return {"changed": False, "salt": salt, "identity": _identity(ctx, salt)}
     plan = load_plan(params["plan"], params["inventory_host"])
     plans.check_sealed(plan, params["max_age"], utcnow(), params["playbook"], params["inventory_host"])
-    identity, server = _identity(ctx, plan["salt"])
+    identity = _identity(ctx, plan["salt"])
     recorded = dict((k, v) for k, v in (plan.get("identity") or {}).items() if k != HELM_PART)
     drift = plans.drift(recorded, identity)
     if drift:
         raise PlanRefused(
             "the cluster or the inputs changed since the plan was made (%s): %s; nothing was written, "
-            "make a new plan" % (plan["created"], "; ".join(drift)), drift=drift, identity=identity,
-            api_server=server)
-    return {"changed": False, "salt": plan["salt"], "identity": identity, "plan": plan, "drift": [],
-            "api_server": server}
+            "make a new plan" % (plan["created"], "; ".join(drift)), drift=drift, identity=identity)
+    # api_server: added by core/module.run from the client the identity was read with.
+    return {"changed": False, "salt": plan["salt"], "identity": identity, "plan": plan, "drift": []}

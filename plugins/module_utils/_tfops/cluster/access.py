@@ -376,7 +376,7 @@ def run_access(ctx):
                 text = kubeconfig_text(params.get("server") or kube.server, ca_data, token, sa_name)
                 file_changed = write_private(params["kubeconfig_path"], text)
             elif params.get("kubeconfig_path"):
-                file_changed = not _exists(params["kubeconfig_path"])
+                file_changed = not os.path.exists(params["kubeconfig_path"])
         else:
             for obj in reversed(objects):
                 work.remove(obj)
@@ -395,7 +395,3 @@ def run_access(ctx):
 def role_names(roles):
     return ["/".join(p for p in (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"]) if p)
             for r in roles]
-
-
-def _exists(path):
-    return os.path.exists(path)

@@ -39,6 +39,13 @@ def micro_time(instant):
     return instant.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def refuse_passed(deadline, given):
+    """A ``deadline`` option (``given``) that has passed before a task starts: refused before any
+    write."""
+    if given and deadline.expired():
+        raise InvalidInput("deadline %s has already passed" % given)
+
+
 class Deadline:
     """The earlier of ``now + timeout`` and ``end`` (an absolute time); None for either means unset."""
 

@@ -17,7 +17,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
     kubeconfig_secrets,
     resolve_auth,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import refuse_passed
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
 
 
 def argument_spec(**module_options):
@@ -50,30 +51,18 @@ def connect(module):
 
 
 @contextlib.contextmanager
-def connected(module, deadline=None, warnings=None):
-    """``with connected(module) as kube:`` - the connection is closed however the block ends, a
-    typed failure names the API server and says whether anything was written, the outages ridden
-    out become warnings, and ``kube.server`` stays readable after it for the result. With a
+def connected(module, deadline, warnings):
+    """``with connected(module, deadline, warnings) as kube:`` - the connection is closed however
+    the block ends, the outages ridden out join ``warnings`` (also when the block fails), and
+    ``kube.server`` and ``kube.written`` stay readable after it for the result. With a
     ``deadline``, every request that fails in a way that can heal is retried until then."""
     kube = connect(module)
     kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
     try:
         fence_with(kube, module.params.get("fence"), module.check_mode)
         yield kube
-    except TfopsError as exc:
-        exc.details.setdefault("api_server", kube.server)
-        # changed is true whenever anything was written, also when the task then fails.
-        exc.details["changed"] = bool(exc.details.get("changed")) or kube.written
-        outages = kube.outages.warnings()
-        if outages:
-            exc.details.setdefault("warnings", []).extend(outages)
-        raise
-    else:
-        if warnings is None:
-            warn_all(module, kube.outages.warnings())
-        else:
-            warnings.extend(kube.outages.warnings())
     finally:
+        warnings.extend(kube.outages.warnings())
         kube.close()
 
 
@@ -110,8 +99,9 @@ class Context:
     def __init__(self, module=None, kube=None, check_mode=None, diff_mode=None, deadline=None):
         self.module = module
         self.params = module.params if module is not None else {}
-        self.check_mode = bool(module.check_mode if check_mode is None and module is not None else check_mode)
-        self.diff_mode = bool(getattr(module, "_diff", False) if diff_mode is None else diff_mode)
+        if module is not None:
+            check_mode, diff_mode = module.check_mode, module._diff
+        self.check_mode, self.diff_mode = bool(check_mode), bool(diff_mode)
         self.deadline = deadline
         self.warnings = []
         self.kube = kube
@@ -134,30 +124,25 @@ class Context:
             yield kube
 
 
-def refuse_past(deadline, given):
-    """A deadline that has passed before the body starts is refused before any write."""
-    if given and deadline is not None and deadline.expired():
-        raise InvalidInput("deadline %s has already passed" % given)
-
-
-def run(module, body, deadline=None, past_deadline_ok=False):
+def run(module, body, deadline=None):
     """The one contract of a module's body: ``body(ctx) -> result``.
 
     ``deadline(params) -> Deadline`` for modules that wait: a deadline option that has already
-    passed is refused before the body runs (unless ``past_deadline_ok(params)``: a rollout told to
-    pause at its deadline still pauses). Warnings go one way, ``ctx.warn``; ``diff`` is returned
+    passed is refused before the body runs (gpupool_rollout decides that itself: told to pause at
+    its deadline, it still pauses). Warnings go one way, ``ctx.warn``; ``diff`` is returned
     exactly when diff mode is on; ``api_server`` names the cluster whenever the body connected."""
     ctx = Context(module)
     try:
         if deadline is not None:
             ctx.deadline = deadline(module.params)
-            if not (past_deadline_ok and past_deadline_ok(module.params)):
-                refuse_past(ctx.deadline, module.params.get("deadline"))
+            refuse_passed(ctx.deadline, module.params.get("deadline"))
         result = body(ctx)
     except TfopsError as exc:
         exc.details["warnings"] = ctx.warnings + list(exc.details.get("warnings") or [])
         if ctx.kube is not None:
             exc.details.setdefault("api_server", ctx.kube.server)
+            # changed is true whenever anything was written, also when the task then fails.
+            exc.details["changed"] = bool(exc.details.get("changed")) or ctx.kube.written
         fail(module, exc)
     warn_all(module, ctx.warnings)
     if not ctx.diff_mode:

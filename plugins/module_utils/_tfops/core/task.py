@@ -10,7 +10,6 @@ from __future__ import annotations
 
 class Task:
     def __init__(self, ctx, params):
-        self.ctx = ctx
         self.kube = ctx.kube
         self.params = params
         self.check_mode = ctx.check_mode

@@ -14,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.gate_check import GatedBatches
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, refuse_passed, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     GateFailed,
     InvalidInput,
@@ -46,8 +46,8 @@ def validate(params):
         raise InvalidInput("wait_timeout must be a positive number of seconds, not %s (wait: false "
                            "writes without waiting)" % params["wait_timeout"])
     deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
-    if params.get("deadline") and deadline.expired() and not pauses_at_deadline(params):
-        raise InvalidInput("deadline %s has already passed" % params["deadline"])
+    if not pauses_at_deadline(params):
+        refuse_passed(deadline, params.get("deadline"))
     if params.get("stall_timeout") is not None and params["stall_timeout"] <= 0:
         raise InvalidInput("stall_timeout must be positive")
     if not 1 <= params["wait_until_progress"] <= 100:

@@ -13,7 +13,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 
 
 def read_pool(ctx):
-    """(cron expressions, maxDuration, source) declared by the pool, read from the cluster."""
+    """(cron expressions, maxDuration, source) declared by the pool, read from the cluster (the
+    result's api_server comes from the context's client)."""
     params = ctx.params
     with ctx.connected() as kube:
         source = dict(type="pool")
@@ -24,7 +25,7 @@ def read_pool(ctx):
             spec, name = windows.gpupool_spec(kube, params["pool"])
         includes, max_duration = windows.pool_policy_window(spec)
         source.update(pool=name, cron=includes, max_duration=max_duration)
-    return includes, max_duration, source, kube.server
+    return includes, max_duration, source
 
 
 def run_window(ctx):
@@ -35,7 +36,6 @@ def run_window(ctx):
     tz = windows.get_zone(params["timezone"])
     margin = windows.parse_duration(params["safety_margin"], "safety_margin")
     now = windows.parse_instant(params["now"], tz, "now") if params["now"] else utcnow()
-    extra = {}
     if params["start"]:
         start = windows.parse_instant(params["start"], tz, "start")
         end = windows.parse_instant(params["end"], tz, "end")
@@ -47,7 +47,7 @@ def run_window(ctx):
             duration = windows.parse_duration(params["duration"], "duration")
             source = dict(type="cron", cron=expressions)
         else:
-            expressions, max_duration, source, extra["api_server"] = read_pool(ctx)
+            expressions, max_duration, source = read_pool(ctx)
             duration = windows.parse_duration(params["duration"] or max_duration,
                                               "duration" if params["duration"] else
                                               "the pool's maxDuration")
@@ -63,7 +63,7 @@ def run_window(ctx):
             else:
                 result = windows.evaluate(now, None, None, None, None, margin, tz)
                 result["msg"] = "%s and when_undeclared=closed: never open" % undeclared
-    result.update(extra, source=source, changed=False)
+    result.update(source=source, changed=False)
     if params["mode"] == "enforce":
         windows.enforce(result)
     return result

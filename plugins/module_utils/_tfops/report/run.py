@@ -27,7 +27,7 @@ def store_in_cluster(ctx, record, files, folder):
     the cluster copy never fails the task (it runs in the runbooks' rescue/always path, where the
     run's own failure must stay the one reported, and the local copy must still be written); a
     write that went through before it (the ConfigMap made, the pruning failed) still counts."""
-    params = dict(ctx.params, host=ctx.params["inventory_host"])
+    params = ctx.params
     local = " - the local report is in %s" % folder if folder else " - only the run's summary remains"
     kube = None
     try:
@@ -48,7 +48,7 @@ def store_in_cluster(ctx, record, files, folder):
 
 def save_plan(ctx, record):
     """(the sealed plan, the file written or None) of a check-mode run with a plan identity."""
-    params = dict(ctx.params, host=ctx.params["inventory_host"])
+    params = ctx.params
     identity = params.get("plan_identity") or {}
     if not record.get("plan") or not identity.get("salt"):
         if record.get("plan") and params.get("plan_out"):
@@ -69,14 +69,15 @@ def save_plan(ctx, record):
 
 def run_report(ctx):
     """run_report's body (core/module.py's contract)."""
-    params = dict(ctx.params, host=ctx.params["inventory_host"])
+    params = ctx.params
     local, cluster = params["store"] in ("local", "both"), params["store"] in ("cluster", "both")
     try:
         if params["keep"] < 1:
             raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
         if params["plan_max_age"] < 1:
             raise InvalidInput("plan_max_age must be a positive number of seconds, not %d" % params["plan_max_age"])
-        record = report.build_record(params, micro_time(utcnow()))
+        # The record's host is the inventory host (the option is not named host: see auth).
+        record = report.build_record(dict(params, host=params["inventory_host"]), micro_time(utcnow()))
         if cluster:
             report_store.report_labels(record["playbook"])  # a playbook that cannot label it: refused now
     except (TfopsError, ValueError) as exc:
