@@ -168,8 +168,8 @@ class Kube:
                 again = may_resend(verb, exc)
             else:
                 self.outages.recovered()
-                if not retry.is_read(verb):
-                    self.written = True
+                if not retry.is_read(verb) and not kwargs.get("dry_run"):
+                    self.written = True  # a server-side dry run (check mode) writes nothing
                 return result
             if not again or self.retry_deadline is None:
                 raise error
