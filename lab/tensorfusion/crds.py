@@ -9,9 +9,8 @@ CRDs with upstream's (the YAML files in DIR) and exits non-zero on any differenc
 
 All 12 kinds of tensor-fusion.ai/v1 have upstream's names, scope, subresources, printer columns
 and, at every level of spec and status, its fields, types, required lists, defaults, enums,
-bounds, patterns and formats. Only what kube-apiserver v1.20 cannot take is left out (``ALLOWED``
-lists it, lab/tensorfusion/README.md explains it): the schemas are structural, without CEL rules
-and without ``default: null``. RawExtensions keep ``x-kubernetes-preserve-unknown-fields``, so
+bounds, patterns, formats and CEL rules; ``ALLOWED`` is empty (an entry would name what the lab's
+Kubernetes could not take, with the reason). RawExtensions keep ``x-kubernetes-preserve-unknown-fields``, so
 that the parts nobody models survive; modelled objects prune unknown keys, as upstream.
 """
 import argparse
@@ -83,6 +82,12 @@ def strs(*names):
 def raw(**kw):
     """A RawExtension (or an opaque object): kept verbatim, unknown fields and all."""
     return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, **kw}
+
+
+def cel(*rules):
+    """CEL validation rules, each (rule, message): the API server evaluates them on every write."""
+    return {"x-kubernetes-validations": [{"rule": rule, "message": message}
+                                         for rule, message in rules]}
 
 
 def atomic_list(items, **kw):
@@ -522,10 +527,13 @@ WORKLOAD_SPEC = obj({
     "autoScalingConfig": AUTO_SCALING,
     "nodeAffinity": NODE_AFFINITY,
     "workerPodTemplate": raw(),
-    # Upstream also bounds minMembers with CEL rules (0 or >= 2, <= replicas): see ALLOWED.
     "gangScheduling": obj({"minMembers": i32(minimum=0), "timeout": s(),
-                           "mode": s(enum=["Strict"], default="Strict")}),
-})
+                           "mode": s(enum=["Strict"], default="Strict")},
+                          **cel(("self.minMembers == 0 || self.minMembers >= 2",
+                                 "minMembers must be 0 (default to workload replicas) or >= 2"))),
+}, **cel(("!has(self.gangScheduling) || self.gangScheduling.minMembers == 0 || "
+          "!has(self.replicas) || self.gangScheduling.minMembers <= self.replicas",
+          "gangScheduling.minMembers must be <= spec.replicas when both are set")))
 
 WORKLOAD_STATUS = obj({
     "phase": s(enum=["Pending", "Running", "Failed", "Unknown"], default="Pending"),
@@ -626,8 +634,8 @@ def all_crds():
         "gpuresourcequotas": crd("GPUResourceQuota", "gpuresourcequotas", GPUQUOTA_SPEC,
                                  GPUQUOTA_STATUS, [
                                      # upstream: .status.used["requests.tflops"] (see ALLOWED)
-                                     col("Requests TFlops Used", ".status.used.requests.tflops"),
-                                     col("Requests VRAM Used", ".status.used.requests.vram"),
+                                     col("Requests TFlops Used", '.status.used["requests.tflops"]'),
+                                     col("Requests VRAM Used", '.status.used["requests.vram"]'),
                                      col("Workers Used", ".status.used.workers", "integer"),
                                      col("Alert Threshold", ".spec.total.alertThresholdPercent",
                                          "integer"),
@@ -688,16 +696,9 @@ class Allowed(NamedTuple):
     reason: str
 
 
-CEL = "CEL rules (x-kubernetes-validations) need kube-apiserver 1.25; v1.20 drops them"
-QUOTED_KEY = ("v1.20's JSONPath takes no double-quoted key (and then prints no column at all): "
-              "the same field, written with dots")
-ALLOWED: List[Allowed] = [
-    *(Allowed(kind, path, "x-kubernetes-validations", CEL)
-      for kind in ("TensorFusionWorkload", "WorkloadProfile")
-      for path in (".spec", ".spec.gangScheduling")),
-    Allowed("GPUResourceQuota", "columns[Requests TFlops Used]", "value", QUOTED_KEY),
-    Allowed("GPUResourceQuota", "columns[Requests VRAM Used]", "value", QUOTED_KEY),
-]
+# Empty: the lab's CRDs are upstream's, CEL rules and printer columns included. An entry names a
+# difference the lab's Kubernetes could not take, with the reason.
+ALLOWED: List[Allowed] = []
 
 
 class Difference(NamedTuple):

@@ -1,4 +1,5 @@
-"""The lab's CRDs on a real v1.20 API server: defaults, bounds, required fields, pruning."""
+"""The lab's CRDs (upstream's, CEL rules included) on the lab's API server: defaults, bounds,
+required fields, CEL validation, pruning."""
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -40,6 +41,31 @@ def test_validation(tfx, spec):
     assert err.value.status == 422
 
 
+WORKLOAD_RESOURCES = {"requests": {"tflops": "1", "vram": "1Gi"},
+                      "limits": {"tflops": "1", "vram": "1Gi"}}
+
+
+@pytest.mark.parametrize("plural, kind", [("tensorfusionworkloads", "TensorFusionWorkload"),
+                                          ("workloadprofiles", "WorkloadProfile")])
+@pytest.mark.parametrize("spec, refusal", [
+    ({"gangScheduling": {"minMembers": 1}}, "minMembers must be 0 (default to workload replicas) or >= 2"),
+    ({"replicas": 2, "gangScheduling": {"minMembers": 3}},
+     "gangScheduling.minMembers must be <= spec.replicas when both are set"),
+])
+def test_cel_rules_are_enforced_by_the_api_server(tfx, plural, kind, spec, refusal):
+    """Upstream's CEL rules are in the lab's CRDs and the API server evaluates them: a write that
+    breaks one is refused with upstream's message, and the same object within the rule is taken."""
+    body = {"apiVersion": f"{G}/{V}", "kind": kind, "metadata": {"name": "crd-cel"},
+            "spec": {"poolName": "none", "resources": WORKLOAD_RESOURCES, **spec}}
+    with pytest.raises(ApiException) as err:
+        tfx.co.create_namespaced_custom_object(G, V, "default", plural, body)
+    assert err.value.status == 422 and refusal in err.value.body
+    body["spec"]["gangScheduling"]["minMembers"] = 2
+    body["spec"]["replicas"] = 2
+    tfx.co.create_namespaced_custom_object(G, V, "default", plural, body)
+    tfx.co.delete_namespaced_custom_object(G, V, "default", plural, "crd-cel")
+
+
 def test_zero_batch_percentage_in_tfc_becomes_100_in_the_pool(tfx):
     pools = tfx.tfc()["spec"]["gpuPools"]
     old = pools[0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"].get(
@@ -58,9 +84,8 @@ def test_zero_batch_percentage_in_tfc_becomes_100_in_the_pool(tfx):
 
 
 def test_empty_strings_zeros_and_false_read_back_unchanged_and_null_is_pruned(tfx):
-    """The lab's kube-apiserver is built with the OpenAPI zero-value fix: like a real server it
-    stores "" in a string field (the operator writes them), 0 and false as they are, and prunes an
-    explicit null."""
+    """Like every real server, the lab's stores "" in a string field (the operator writes them),
+    0 and false as they are, and prunes an explicit null."""
     body = pool_body("crd-zero-values", {"batchInterval": "", "batchPercentage": 0,
                                           "autoUpdateHypervisor": False})
     body["spec"]["schedulingConfigTemplate"] = ""
