@@ -45,6 +45,8 @@ options:
     description:
       - The namespace of TensorFusion's Helm release, which is the operator's own namespace
         (C(OPERATOR_NAMESPACE) upstream); the hypervisor Pods that the module waits for live there.
+      - A namespace that does not exist is refused before anything is written (when the
+        credentials may read namespaces).
     type: str
     default: tensor-fusion-sys
   pool:
@@ -79,6 +81,10 @@ options:
             description:
               - Merged into the existing C(podTemplate); lists of named items (containers, env,
                 volumes, imagePullSecrets) merge by name.
+              - A Kubernetes PodTemplate (C(template.metadata), C(template.spec)). A key unknown at
+                any of its levels (PodTemplate, its template, ObjectMeta, PodSpec, Container, as of
+                Kubernetes 1.35), a mapping where a list belongs (C(containers)) or a container
+                without a name is refused before anything is written, with its path.
             type: dict
       worker:
         description: Worker settings (C(componentConfig.worker)).

@@ -59,7 +59,9 @@ options:
     type: str
     default: tensor-fusion
   chart_repo_url:
-    description: Chart repository URL, passed as C(--repo).
+    description:
+      - Chart repository URL, passed as C(--repo). An C(http://) or C(https://) URL; anything else
+        is refused before helm runs.
     type: str
   chart_version:
     description: Chart version; the repository's newest when left out.
@@ -103,10 +105,13 @@ options:
       - Start from the chart's values and apply only this task's values (C(--reset-values)), so
         that the task describes the whole configuration. Without it helm 3 silently reuses the last
         release's values when no value is given.
+      - Left unset, it is true unless O(reuse_values) or O(reset_then_reuse_values) is; set true
+        together with either of them, the task is refused before anything is written.
     type: bool
-    default: true
   reuse_values:
-    description: Merge this task's values into the last release's (C(--reuse-values)).
+    description:
+      - Merge this task's values into the last release's (C(--reuse-values)). Mutually exclusive
+        with O(reset_values) and O(reset_then_reuse_values).
     type: bool
     default: false
   reset_then_reuse_values:
@@ -222,7 +227,9 @@ options:
     type: bool
     default: false
   revision:
-    description: With V(rolled_back), the revision to go back to.
+    description:
+      - With V(rolled_back), the revision to go back to. Refused with another O(state) (it would be
+        ignored), as O(snapshot) is; O(signing_key) and O(allow_unsigned) go with O(snapshot) only.
     type: int
   snapshot:
     description:
@@ -514,7 +521,7 @@ def main():
                  value_type=dict(type="str", default="raw",
                                  choices=["raw", "string", "json", "file", "literal"]))),
              create_namespace=dict(type="bool", default=True),
-             reset_values=dict(type="bool", default=True),
+             reset_values=dict(type="bool"),
              reuse_values=dict(type="bool", default=False),
              reset_then_reuse_values=dict(type="bool", default=False),
              atomic=dict(type="bool", default=False),

@@ -34,15 +34,25 @@ options:
     type: str
     required: true
   namespace:
-    description: Namespace of the Secret and its consumers.
+    description:
+      - Namespace of the Secret and its consumers. A namespace that does not exist is refused
+        before anything is written (when the credentials may read namespaces).
     type: str
     default: tensor-fusion-sys
   data:
-    description: New content, base64-encoded values by key. Never logged.
-    type: dict
+    description:
+      - New content, base64-encoded values by key (a mapping). Never logged.
+      - Anything but a mapping of key names to non-empty text is refused before anything is read
+        or written, naming the option and the key, never the value. Text is not read as
+        C(key=value) pairs (Ansible would read V(dG9rZW4=) as the key C(dG9rZW4) with an empty
+        value).
+    type: raw
   string_data:
-    description: New content, plain values by key (merged over O(data)). Never logged.
-    type: dict
+    description:
+      - New content, plain values by key (merged over O(data)). Never logged.
+      - Checked as O(data) is; a nested mapping or list is refused (it would be stored as its
+        Python text).
+    type: raw
   type:
     description: Type of the Secret. Defaults to the current Secret's type, or C(Opaque).
     type: str
@@ -56,7 +66,9 @@ options:
     choices: [in_place, versioned]
     default: in_place
   consumers:
-    description: The consumers. Without them, they are discovered (see O(discover)).
+    description:
+      - The consumers. Without them, they are discovered (see O(discover)).
+      - Each one must exist; one that does not is refused before anything is written.
     type: list
     elements: dict
     suboptions:
@@ -300,8 +312,8 @@ def main():
     module = tfmodule.new_module(
         dict(**FENCE_ARG_SPEC, name=dict(type="str", required=True),
              namespace=dict(type="str", default="tensor-fusion-sys"),
-             data=dict(type="dict", no_log=True),
-             string_data=dict(type="dict", no_log=True),
+             data=dict(type="raw", no_log=True),
+             string_data=dict(type="raw", no_log=True),
              type=dict(type="str"),
              strategy=dict(type="str", default="in_place", choices=["in_place", "versioned"]),
              consumers=dict(type="list", elements="dict", options=dict(

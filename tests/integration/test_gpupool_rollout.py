@@ -306,7 +306,7 @@ def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     (hv("4.0.0", batch_interval="-5s"), "'-5s' is negative"),
     ({"components": {"hypervisor": {"image": f"{HV}:4.0.0", "pod_template": {"template": {"spec": {
         "containers": [{"image": "x"}]}}}}}, "rolling_update": {"auto_update_hypervisor": True}},
-     "template.spec.containers[0] has no name"),
+     "template.spec.containers[0]: a container needs a name"),
 ])
 def test_bad_input_changes_nothing(lab, api_client, opts, fragment):
     before = written_by_users(tfc(api_client))

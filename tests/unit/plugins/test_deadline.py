@@ -153,6 +153,13 @@ def test_negative_timeout_is_refused():
         Deadline(timeout=-1, now=WALL, clock=Clock())
 
 
+def test_a_refusal_names_the_options_it_comes_from():
+    with pytest.raises(InvalidInput, match=r"^wait_timeout: a timeout cannot be negative \(-1\)"):
+        Deadline(timeout=-1, now=WALL, clock=Clock(), options=("wait_timeout", "deadline"))
+    with pytest.raises(InvalidInput, match=r"^deadline: 'soon' is not an ISO 8601 time"):
+        Deadline(end="soon", now=WALL, clock=Clock(), options=("wait_timeout", "deadline"))
+
+
 def test_bad_end_is_refused_with_an_example():
     with pytest.raises(InvalidInput, match="is not an ISO 8601 time such as 2026-11-30T03:00:00Z"):
         Deadline(end="tomorrow at three", now=WALL, clock=Clock())

@@ -7,6 +7,8 @@ import json
 import os
 import stat
 
+import re
+
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
@@ -160,6 +162,32 @@ def test_validate_refuses_bad_input():
     with pytest.raises(InvalidInput) as err:
         release.validate(params(extra_args=["--kube-context=prod"]))
     assert "extra_args: '--kube-context=prod'" in err.value.msg
+
+
+@pytest.mark.parametrize("over, message", [
+    # #36: what was written (a revision) or ignored before.
+    (dict(reuse_values=True), "reset_values and reuse_values are mutually exclusive"),
+    (dict(reset_then_reuse_values=True), "reset_values and reset_then_reuse_values are mutually exclusive"),
+    (dict(snapshot="secret://tensor-fusion-sys/x"), "snapshot goes with state: rolled_back; state: present would ignore it"),
+    (dict(revision=3), "revision goes with state: rolled_back"),
+    (dict(state="rolled_back", revision=2, signing_key="k" * 20), "signing_key goes with snapshot"),
+    (dict(allow_unsigned=True), "allow_unsigned goes with snapshot"),
+    (dict(chart_repo_url="not a url"), "chart_repo_url: 'not a url' is not an http:// or https:// URL"),
+    (dict(chart_repo_url="ftp://repo.example"), "is not an http:// or https:// URL"),
+    (dict(chart_repo_url="https://"), "is not an http:// or https:// URL"),
+])
+def test_validate_refuses_what_it_would_ignore_or_misread(over, message):
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        release.validate(params(**over))
+
+
+def test_reset_values_unset_resets_unless_values_are_reused():
+    assert "--reset-values" in release.upgrade_args(params(reset_values=None), (3, 17, 2))
+    reused = params(reset_values=None, reuse_values=True)
+    release.validate(reused)
+    args = release.upgrade_args(reused, (3, 17, 2))
+    assert "--reuse-values" in args and "--reset-values" not in args
+    assert "--reset-values" not in release.upgrade_args(params(reset_values=False), (3, 17, 2))
 
 
 H3, H4 = (3, 17, 2), (4, 1, 4)

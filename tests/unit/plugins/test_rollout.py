@@ -115,11 +115,42 @@ def test_batches(pct, expected):
     ({"hypervisor": {"port_number": False}}, {}, "port_number: False is not a whole number"),
     ({}, {"batch_interval": "-5s"}, "batch_interval: '-5s' is negative"),
     ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"image": "x"}]}}}}}, {},
-     r"template.spec.containers\[0\] has no name"),
+     r"components.hypervisor.pod_template.template.spec.containers\[0\]: a container needs a name"),
+    # What got through before (#36): a misspelt level stored as is, a mapping where a list belongs.
+    ({"hypervisor": {"pod_template": {"bogusKey": 1}}}, {},
+     r"components.hypervisor.pod_template: unknown key bogusKey; a Pod template has apiVersion"),
+    ({"worker": {"pod_template": {"template": {"spex": {}}}}}, {},
+     r"components.worker.pod_template.template: unknown key spex"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": {"name": "x"}}}}}}, {},
+     r"template.spec.containers: a mapping, not a list of containers \(write each item as - name: ...\)"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containres": []}}}}}, {},
+     r"template.spec: unknown key containres; a Pod spec has"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"name": "a", "env": {"A": "1"}}]}}}}},
+     {}, r"containers\[0\].env: a mapping, not a list of env"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"name": "a", "imagee": "x"}]}}}}},
+     {}, r"containers\[0\]: unknown key imagee; a container has"),
+    ({"hypervisor": {"pod_template": "template: {}"}}, {}, r"pod_template: a string, not a Pod template"),
 ])
 def test_bad_input(components, policy, fragment):
     with pytest.raises(InvalidInput, match=fragment):
         rollout.validate_task(components, policy)
+
+
+def test_a_runbook_names_its_own_variable():
+    with pytest.raises(InvalidInput, match=r"^tfops_pools\[1\].rolling_update.batch_percentage must be 1-100"):
+        rollout.validate_task({}, {"batch_percentage": 0}, "tfops_pools[1].")
+    with pytest.raises(InvalidInput, match=r"^tfops_pools\[0\].components.hypervisor.image: 'A:1' is not"):
+        rollout.validate_task({"hypervisor": {"image": "A:1"}}, {}, "tfops_pools[0].")
+
+
+def test_a_full_pod_template_passes():
+    rollout.validate_task({"hypervisor": {"pod_template": {
+        "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "x"},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+            "containers": [{"name": "tensor-fusion-hypervisor", "image": "a/b:1", "env": [{"name": "A", "value": "1"}],
+                            "resources": {"requests": {"cpu": "1"}}, "volumeMounts": []}],
+            "initContainers": [], "volumes": [{"name": "v", "emptyDir": {}}], "nodeSelector": {"a": "b"},
+            "tolerations": [{"operator": "Exists"}]}}}}}, {})
 
 
 @pytest.mark.parametrize("image", [

@@ -25,11 +25,37 @@ def params(**over):
     ({"consumers": [{"kind": "TensorFusionCluster", "pool": "p", "component": "client"}]},
      "component must be one of hypervisor, worker"),
     ({"consumers": [{"kind": "Job", "name": "x"}]}, "kind must be one of"),
+    # #36: content that replaced a Secret's before - text (Ansible would have read dG9rZW4= as
+    # {"dG9rZW4": ""}), the empty value that reading leaves, a nested mapping (stored as its repr).
+    ({"string_data": None, "data": "dG9rZW4="}, "data: a string, not a mapping of Secret keys to base64 values"),
+    ({"string_data": None, "data": {"dG9rZW4": ""}}, "data.dG9rZW4 is empty: a rotation sets new content"),
+    ({"string_data": {"token": {"nested": "x"}}}, "string_data.token: a mapping, not text"),
+    ({"string_data": {"token": ["a"]}}, "string_data.token: a list, not text"),
+    ({"string_data": {"token": True}}, "string_data.token: a boolean, not text"),
+    ({"string_data": {"token": None}}, "string_data.token: null, not text"),
+    ({"string_data": ["token=x"]}, "string_data: a list, not a mapping of Secret keys to values"),
+    ({"consumers": ["Deployment/x"]}, "consumers[0]: a string, not a consumer"),
 ])
 def test_bad_input(over, message):
     with pytest.raises(InvalidInput) as err:
         plan.validate(params(**over))
     assert message in err.value.msg
+
+
+def test_a_refusal_never_shows_the_value():
+    with pytest.raises(InvalidInput) as err:
+        plan.validate(params(string_data={"token": {"nested": "s3cr3t-value"}}))
+    assert "s3cr3t" not in err.value.msg
+    with pytest.raises(InvalidInput) as err:
+        plan.validate(params(string_data="s3cr3t-value"))
+    assert "s3cr3t" not in err.value.msg
+
+
+def test_a_runbook_names_its_own_variables():
+    with pytest.raises(InvalidInput, match=r"^tfops_secret_data: a string"):
+        plan.check_content("abc=", "tfops_secret_data", encoded=True)
+    with pytest.raises(InvalidInput, match=r"^tfops_secret_consumers\[1\]: a Deployment consumer needs name"):
+        plan.validate_consumer({"kind": "Deployment"}, 1, "tfops_secret_consumers")
 
 
 def test_good_input_passes():

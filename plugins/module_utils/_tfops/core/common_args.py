@@ -33,4 +33,4 @@ def wait_arg_spec(wait=True, timeout=600):
 
 
 def deadline_from(params):
-    return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
+    return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"), options=("wait_timeout", "deadline"))

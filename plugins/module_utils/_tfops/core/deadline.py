@@ -12,8 +12,9 @@ import time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
-def parse_time(value):
-    """An aware datetime from an ISO 8601 string (``Z`` accepted) or a datetime; naive means UTC."""
+def parse_time(value, what=None):
+    """An aware datetime from an ISO 8601 string (``Z`` accepted) or a datetime; naive means UTC.
+    ``what``: the option a refusal names."""
     if isinstance(value, datetime.datetime):
         parsed = value
     else:
@@ -23,7 +24,8 @@ def parse_time(value):
         try:
             parsed = datetime.datetime.fromisoformat(text)
         except ValueError:
-            raise InvalidInput("%r is not an ISO 8601 time such as 2026-11-30T03:00:00Z" % (value,))
+            raise InvalidInput("%s%r is not an ISO 8601 time such as 2026-11-30T03:00:00Z" % (
+                "%s: " % what if what else "", value))
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     return parsed
@@ -47,19 +49,20 @@ def refuse_passed(deadline, given):
 
 
 class Deadline:
-    """The earlier of ``now + timeout`` and ``end`` (an absolute time); None for either means unset."""
+    """The earlier of ``now + timeout`` and ``end`` (an absolute time); None for either means unset.
+    ``options``: the names of the task options the two come from, for a refusal to name."""
 
-    def __init__(self, timeout=None, end=None, now=None, clock=time.monotonic):
+    def __init__(self, timeout=None, end=None, now=None, clock=time.monotonic, options=("timeout", "deadline")):
         self._clock = clock
         start = clock()
         wall_now = now or utcnow()
         candidates = []
         if timeout is not None:
             if timeout < 0:
-                raise InvalidInput("a timeout cannot be negative (%s)" % timeout)
+                raise InvalidInput("%s: a timeout cannot be negative (%s)" % (options[0], timeout))
             candidates.append((start + float(timeout), "timeout of %ss" % timeout))
         if end is not None:
-            end_at = parse_time(end)
+            end_at = parse_time(end, options[1])
             candidates.append((start + (end_at - wall_now).total_seconds(),
                                "deadline %s" % end_at.isoformat()))
         if candidates:

@@ -17,6 +17,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     Forbidden,
+    InvalidInput,
 )
 
 try:
@@ -185,6 +186,26 @@ class Kube:
                                unreachable=bool(details.get("unreachable")),
                                refused=bool(details.get("refused")),
                                just_back=self.outages.just_back(), route_missing=route_missing(error))
+
+    def namespace_exists(self, name):
+        """True or False; None when these credentials may not read it (a runbook's RBAC reads
+        only the namespaces it names): then the RBAC preflight or the first request says so."""
+        api = self.resource("Namespace", api_version="v1")
+        try:
+            self.call("get", "namespaces/%s" % name, api.get, name=name)
+        except Forbidden:
+            return None
+        except ApiError as exc:
+            if exc.status == 404 and not exc.details.get("route_missing"):
+                return False
+            raise
+        return True
+
+    def require_namespace(self, name, option="namespace"):
+        """Refuse, before anything is written, a namespace that does not exist (the API server's
+        own answer would name whatever object was asked for first, not the namespace)."""
+        if self.namespace_exists(name) is False:
+            raise InvalidInput("%s: namespace %s does not exist; nothing was written" % (option, name))
 
     def close(self):
         self.api_client.close()

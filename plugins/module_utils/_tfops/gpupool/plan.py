@@ -14,6 +14,7 @@ import re
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     Superseded,
@@ -85,13 +86,14 @@ def go_duration_seconds(value, what="batch_interval"):
     return durations.go_duration_seconds(value, what)
 
 
-def validate_image(component, field, ref):
+def validate_image(component, field, ref, option=None):
+    """``option``: the name the message gives the value (default components.<component>.<field>)."""
     # fullmatch: "$" would also match before a final newline (a YAML block scalar, a survey
     # answer), and the operator then cannot create the Pods.
     if not isinstance(ref, str) or not _IMAGE_RE.fullmatch(ref):
-        raise InvalidInput("components.%s.%s: %r is not a valid image reference (registry/"
+        raise InvalidInput("%s: %r is not a valid image reference (registry/"
                            "repository:tag or @sha256:digest, lowercase repository, no spaces "
-                           "or newlines)" % (component, field, ref))
+                           "or newlines)" % (option or "components.%s.%s" % (component, field), ref))
 
 
 def _whole_number(option, value, low, high):
@@ -100,42 +102,32 @@ def _whole_number(option, value, low, high):
         raise InvalidInput("%s: %r is not a whole number %d-%d" % (option, value, low, high))
 
 
-def _named_containers(component, pod_template):
-    """A container without a name cannot be merged into the current template by name: it would
-    replace the chart's container list (requests and name gone) and the Pods cannot be created."""
-    spec = ((pod_template or {}).get("template") or {}).get("spec") or {}
-    for kind in ("containers", "initContainers"):
-        for index, container in enumerate(spec.get(kind) or []):
-            if not isinstance(container, dict) or not container.get("name"):
-                raise InvalidInput("components.%s.pod_template: template.spec.%s[%d] has no name; "
-                                   "containers are merged into the current template by name "
-                                   "(for example tensor-fusion-hypervisor)" % (component, kind, index))
-
-
-def validate_task(components, rolling_update):
-    """Every check that can fail without the cluster, before anything is read or written."""
+def validate_task(components, rolling_update, where=""):
+    """Every check that can fail without the cluster, before anything is read or written.
+    ``where`` goes before each option's name in a message (a runbook's tfops_pools[0].)."""
     for comp, settings in (components or {}).items():
         for key, value in (settings or {}).items():
             if value is not None and key.endswith("image"):
-                validate_image(comp, key, value)
+                validate_image(comp, key, value, "%scomponents.%s.%s" % (where, comp, key))
         if (settings or {}).get("pod_template") is not None:
-            _named_containers(comp, settings["pod_template"])
+            # A raw object upstream (docs/operator-behaviour.md 1.1): the API server stores anything.
+            podtemplate.validate(settings["pod_template"], "%scomponents.%s.pod_template" % (where, comp))
         port = (settings or {}).get("port_number")
         if port is not None:
-            _whole_number("components.%s.port_number" % comp, port, 0, 65535)
+            _whole_number("%scomponents.%s.port_number" % (where, comp), port, 0, 65535)
         if port is not None and not 0 <= port <= 65535:
-            raise InvalidInput("components.%s.port_number %s is not a port (0-65535)" % (comp, port))
+            raise InvalidInput("%scomponents.%s.port_number %s is not a port (0-65535)" % (where, comp, port))
     policy = rolling_update or {}
     pct = policy.get("batch_percentage")
     if pct is not None:
-        _whole_number("rolling_update.batch_percentage", pct, 1, 100)
+        _whole_number("%srolling_update.batch_percentage" % where, pct, 1, 100)
     if pct is not None and not 1 <= pct <= 100:
         raise InvalidInput(
-            "rolling_update.batch_percentage must be 1-100, not %s%s" % (
-                pct, " (0 is omitted by the operator and defaulted to 100 by the CRD: every node "
-                     "at once)" if pct == 0 else ""))
+            "%srolling_update.batch_percentage must be 1-100, not %s%s" % (
+                where, pct, " (0 is omitted by the operator and defaulted to 100 by the CRD: every node "
+                            "at once)" if pct == 0 else ""))
     if policy.get("batch_interval") is not None:
-        go_duration_seconds(policy["batch_interval"], "rolling_update.batch_interval")
+        go_duration_seconds(policy["batch_interval"], "%srolling_update.batch_interval" % where)
 
 
 # ---- locating and editing the pool entry --------------------------------------------------------

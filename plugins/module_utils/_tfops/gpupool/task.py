@@ -45,7 +45,8 @@ def validate(params):
         # 0 would write, time out at once and (on_deadline pause) pause the pool.
         raise InvalidInput("wait_timeout must be a positive number of seconds, not %s (wait: false "
                            "writes without waiting)" % params["wait_timeout"])
-    deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"))
+    deadline = Deadline(timeout=params["wait_timeout"], end=params.get("deadline"),
+                        options=("wait_timeout", "deadline"))
     if not pauses_at_deadline(params):
         refuse_passed(deadline, params.get("deadline"))
     if params.get("stall_timeout") is not None and params["stall_timeout"] <= 0:
@@ -119,7 +120,9 @@ def run_rollout(ctx):
         params[option] = _prune(params[option]) or {}
     params["gates"] = _prune(params["gates"])
     ctx.deadline = validate(params)
-    with ctx.connected():
+    with ctx.connected() as kube:
+        # The hypervisor Pods waited for live there: a wrong one would write and then time out.
+        kube.require_namespace(params["namespace"])
         return RolloutTask(ctx, params).run()
 
 

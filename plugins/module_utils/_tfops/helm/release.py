@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import urlparse
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
@@ -29,15 +30,43 @@ UPGRADE_STATES = ("deployed",)
 
 
 # ---- pure decisions -----------------------------------------------------------------------------
+def check_repo_url(url, option="chart_repo_url"):
+    """A chart repository URL as helm's --repo takes it: http:// or https:// with a host (helm
+    itself would only say it found no protocol handler)."""
+    parsed = urlparse(url) if isinstance(url, str) else None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or " " in url:
+        raise InvalidInput("%s: %r is not an http:// or https:// URL of a chart repository (an "
+                           "oci:// chart or a chart folder goes in the chart reference, without a "
+                           "repository URL)" % (option, url))
+
+
+# Options that only a state that uses them takes; given with another state they would be ignored.
+STATE_OPTIONS = (("revision", "rolled_back"), ("snapshot", "rolled_back"))
+
+
 def validate(params):
     modes = [m for m in ("reuse_values", "reset_then_reuse_values") if params.get(m)]
     if len(modes) > 1:
         raise InvalidInput("reuse_values and reset_then_reuse_values are mutually exclusive")
+    if modes and params.get("reset_values"):
+        raise InvalidInput("reset_values and %s are mutually exclusive: reset_values starts from the "
+                           "chart's values, %s from the last release's" % (modes[0], modes[0]))
+    for option, state in STATE_OPTIONS:
+        if params.get(option) is not None and params["state"] != state:
+            raise InvalidInput("%s goes with state: %s; state: %s would ignore it" % (
+                option, state, params["state"]))
+    if params.get("snapshot") is None:
+        if params.get("signing_key"):
+            raise InvalidInput("signing_key goes with snapshot (the key a bundle was signed with)")
+        if params.get("allow_unsigned"):
+            raise InvalidInput("allow_unsigned goes with snapshot (a bundle with no signature)")
     if params["state"] == "rolled_back":
         if (params.get("revision") is None) == (params.get("snapshot") is None):
             raise InvalidInput("state=rolled_back needs exactly one of revision and snapshot")
         if params.get("revision") is not None and params["revision"] < 1:
             raise InvalidInput("revision must be 1 or more")
+    if params.get("chart_repo_url"):
+        check_repo_url(params["chart_repo_url"])
     for item in params.get("set_values") or []:
         if "=" not in (item.get("value") or ""):
             raise InvalidInput("set_values: %r is not key=value (use key= for an empty string)"
@@ -97,7 +126,7 @@ def upgrade_args(params, version, values_file=None, flags=None, known=None):
             raise InvalidInput("reset_then_reuse_values needs helm >= 3.14; this helm is %s"
                                % helmcli.version_text(version))
         args.append("--reset-then-reuse-values")
-    elif params.get("reset_values", True):
+    elif params.get("reset_values") is not False:  # unset: reset, as helm 3 otherwise reuses
         args.append("--reset-values")
     if flags is None:
         flags = effective_flags(params)[0]

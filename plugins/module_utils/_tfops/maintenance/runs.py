@@ -79,7 +79,7 @@ def run_lock(ctx):
     if params["retry_timeout"] < 0:
         raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
                            "not %d" % params["retry_timeout"])
-    with ctx.connected(Deadline(timeout=params["retry_timeout"] or None)) as kube:
+    with ctx.connected(Deadline(timeout=params["retry_timeout"] or None, options=("retry_timeout", "deadline"))) as kube:
         lock = locks.LeaseLock(kube, params["namespace"], params["name"])
         if params["state"] == "acquired":
             result = lock.acquire(me, params["ttl"], check_mode=ctx.check_mode)

@@ -7,11 +7,14 @@ content digests, never a value)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import hashlib
 import re
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 FAMILY_LABEL = "ops.tensor-fusion.ai/secret-family"
@@ -31,24 +34,51 @@ def family_label(base):
     return base[:46] + "-" + hashlib.sha256(base.encode()).hexdigest()[:16]
 
 
+def check_content(value, option, encoded=False):
+    """A Secret's new content (``data`` with ``encoded``: base64 values; else ``string_data``): a
+    mapping of key names to text. Refused with the option and the key, never the value: text
+    (Ansible would read ``a=b`` text as a mapping, and ``dG9rZW4=`` as the key dG9rZW4 with an empty
+    value), a nested mapping or list (it would be stored as its Python text), an empty value."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InvalidInput("%s: %s, not a mapping of Secret keys to %s (for example {token: ...})" % (
+            option, values.kind_of(value), "base64 values" if encoded else "values"))
+    for key, item in value.items():
+        where = "%s.%s" % (option, key)
+        if isinstance(item, (dict, list, tuple, bool)) or item is None:
+            raise InvalidInput("%s: %s, not %s" % (where, values.kind_of(item), "base64 text" if encoded else "text"))
+        if str(item) == "":
+            raise InvalidInput("%s is empty: a rotation sets new content (content given as text is "
+                               "read as a mapping with empty values; give a mapping)" % where)
+        if encoded:
+            try:
+                base64.b64decode(str(item), validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidInput("%s is not base64 (use %s for plain text)" % (
+                    where, "string_data" if option == "data" else "the plain-text variable"))
+
+
+def check_key_names(keys, option):
+    bad = sorted(k for k in keys if not re.match(r"^[-._a-zA-Z0-9]+$", str(k)))
+    if bad:
+        raise InvalidInput("%s: invalid Secret key name(s): %s" % (option, ", ".join(bad)))
+
+
+def check_name(name, option="name"):
+    if not isinstance(name, str) or not _DNS_NAME.match(name) or len(name) > 253:
+        raise InvalidInput("%s: %r is not a valid Secret name" % (option, name))
+
+
 def validate(params):
     """Everything that can be refused without the cluster; raises InvalidInput."""
     name = params["name"]
-    if not _DNS_NAME.match(name) or len(name) > 253:
-        raise InvalidInput("name %r is not a valid Secret name" % name)
+    check_name(name)
+    check_content(params.get("data"), "data", encoded=True)
+    check_content(params.get("string_data"), "string_data")
     if not params.get("data") and not params.get("string_data"):
         raise InvalidInput("data or string_data must hold the new content")
-    keys = set(params.get("data") or {}) | set(params.get("string_data") or {})
-    bad = sorted(k for k in keys if not re.match(r"^[-._a-zA-Z0-9]+$", k))
-    if bad:
-        raise InvalidInput("invalid Secret key name(s): %s" % ", ".join(bad))
-    import base64
-    import binascii
-    for key, value in (params.get("data") or {}).items():
-        try:
-            base64.b64decode(str(value), validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidInput("data.%s is not base64 (use string_data for plain text)" % key)
+    check_key_names(set(params.get("data") or {}) | set(params.get("string_data") or {}), "data/string_data")
     if params["strategy"] == "versioned" and len(name) > 242:
         raise InvalidInput("name is too long for a versioned Secret (at most 242 characters)")
     if params.get("delete_old") and not params["wait"]:
@@ -62,9 +92,12 @@ def validate(params):
         raise InvalidInput("unrolled_grace must be 0 or more")
 
 
-def validate_consumer(consumer, index=0):
+def validate_consumer(consumer, index=0, option="consumers"):
+    where = "%s[%d]" % (option, index)
+    if not isinstance(consumer, dict):
+        raise InvalidInput("%s: %s, not a consumer ({kind: Deployment, name: ...} or {kind: "
+                           "TensorFusionCluster, pool: ..., component: ...})" % (where, values.kind_of(consumer)))
     kind = consumer.get("kind")
-    where = "consumers[%d]" % index
     if kind in WORKLOAD_KINDS:
         if not consumer.get("name"):
             raise InvalidInput("%s: a %s consumer needs name" % (where, kind))

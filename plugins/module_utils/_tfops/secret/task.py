@@ -20,6 +20,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
+    ReleaseNotFound,
     RotationFailed,
     TfopsError,
 )
@@ -63,9 +64,13 @@ def _outcome(restored, changes, verified):
 def secret_forms(params):
     """Every form a new value can take in output: as given, encoded and decoded."""
     forms = []
-    for value in (params.get("string_data") or {}).values():
+    string_data, data = params.get("string_data"), params.get("data")
+    # Before validation: content that is not a mapping is refused, and hidden as it is.
+    for value in [v for v in (string_data, data) if v is not None and not isinstance(v, dict)]:
+        forms.append(str(value))
+    for value in (string_data if isinstance(string_data, dict) else {}).values():
         forms += [str(value), base64.b64encode(str(value).encode()).decode()]
-    for value in (params.get("data") or {}).values():
+    for value in (data if isinstance(data, dict) else {}).values():
         forms.append(str(value))
         try:
             forms.append(base64.b64decode(str(value)).decode())
@@ -79,7 +84,8 @@ def run_rotation(ctx):
     ctx.hide(secret_forms(ctx.params))
     secret_plan.validate(ctx.params)
     helm = None
-    with ctx.connected():
+    with ctx.connected() as kube:
+        kube.require_namespace(ctx.params["namespace"])
         try:
             if any(c["kind"] == "HelmRelease" for c in ctx.params.get("consumers") or []):
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
@@ -266,6 +272,16 @@ class RotateTask(Task):
         result.update(strategy=params["strategy"], namespace=self.namespace, steps=self.steps)
         return result
 
+    @staticmethod
+    def _require(consumers):
+        """Every consumer exists (one read each), before anything is written: a missing one found
+        only at its restart would fail after the Secret had changed."""
+        for consumer in consumers:
+            try:
+                consumer.referenced([])
+            except (InvalidInput, ReleaseNotFound) as exc:
+                raise InvalidInput("consumer %s: %s; nothing was written" % (consumer.label, exc.msg))
+
     def _preflight(self, consumers):
         for consumer in consumers:
             if isinstance(consumer, PoolComponentConsumer):
@@ -281,6 +297,7 @@ class RotateTask(Task):
             raise InvalidInput("Secret %s already exists and is not this content's version; "
                                "remove or rename it" % new_name)
         consumers = self.consumers(names + [new_name])
+        self._require(consumers)
         uses = [(c, c.referenced(names + [new_name])) for c in consumers]  # one read each
         moves = [(c, [n for n in used if n != new_name]) for c, used in uses]
         moves = [(c, olds) for c, olds in moves if olds]
@@ -343,6 +360,7 @@ class RotateTask(Task):
         old_type = current.get("type") or "Opaque"
         same = old_data == data and old_type == secret_type
         consumers = self.consumers([name])
+        self._require(consumers)
         self._preflight(consumers)
         backup = secretrefs.versioned_name(name, old_data, old_type)
         result = {"secret": secret_plan.content_view(name, data, secret_type),

@@ -11,6 +11,7 @@ import time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
     InvalidInput,
     RolloutFailed,
     WaitTimeout,
@@ -58,8 +59,13 @@ class Restarter:
     def find(self, namespace, name=None, label_selectors=None):
         """The workloads to restart; with neither name nor selector, TensorFusion's controller."""
         if name:
-            obj = self.kube.call("get", "%ss/%s" % (self.kind.lower(), name), self.api.get,
-                                 name=name, namespace=namespace)
+            try:
+                obj = self.kube.call("get", "%ss/%s" % (self.kind.lower(), name), self.api.get,
+                                     name=name, namespace=namespace)
+            except ApiError as exc:
+                if exc.status == 404 and not exc.details.get("route_missing"):
+                    raise InvalidInput("%s %s/%s does not exist" % (self.kind, namespace, name))
+                raise
             return [obj.to_dict()]
         selector = ",".join(label_selectors or []) or TF_CONTROLLER_SELECTOR
         items = self.kube.call("list", self.api.name, self.api.get, namespace=namespace,
@@ -205,6 +211,7 @@ def run_restart(ctx):
     params = ctx.params
     deadline = ctx.deadline
     with ctx.connected() as kube:
+        kube.require_namespace(params["namespace"])
         restarter = Restarter(kube, params["kind"])
         after = parse_time(params["restarted_after"]) if params["restarted_after"] else None
         secret = None

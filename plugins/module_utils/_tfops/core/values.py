@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plain values checked by name: what a value is in words (a message never shows a value that may
+be secret), strict booleans and whole numbers as a survey or ``-e`` gives them (text), and lists
+given as comma-separated text. Each check raises InvalidInput naming the option or variable."""
+
+from __future__ import annotations
+
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+
+
+def kind_of(value):
+    """``a mapping``, ``a list``, ``a string``, ... - the type of a value, never the value."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a %s" % type(value).__name__
+
+
+def boolean(value, name):
+    """True or False from a boolean or its usual spellings (yes/no, true/false, on/off, 1/0);
+    anything else (``perhaps``) is refused instead of read as false."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        text = value.strip().lower() if isinstance(value, str) else value
+        if text in BOOLEANS_TRUE:
+            return True
+        if text in BOOLEANS_FALSE:
+            return False
+    raise InvalidInput("%s: %r is not a boolean (true or false)" % (name, value))
+
+
+def whole_number(value, name, low=None, high=None, unit=""):
+    """An int from an int or its decimal text (a survey answer), within [low, high]; a boolean,
+    a fraction or other text is refused instead of turned into 0 or 1."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    span = _span(low, high) + unit
+    if number is None:
+        raise InvalidInput("%s: %r is not a whole number%s" % (name, value, span))
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise InvalidInput("%s: %s is out of range: it must be%s" % (name, number, span))
+    return number
+
+
+def _span(low, high):
+    if low is not None and high is not None:
+        return " %d-%d" % (low, high)
+    if low is not None:
+        return " of %d or more" % low
+    if high is not None:
+        return " of %d or less" % high
+    return ""
+
+
+def text_list(value, name):
+    """A list as it is, or text split at commas and newlines (a survey answer); None is []."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if v not in (None, "")]
+    if isinstance(value, str):
+        return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
+    raise InvalidInput("%s: %s, not a list (or comma-separated text)" % (name, kind_of(value)))
+
+
+def mapping(value, name, example=""):
+    if not isinstance(value, dict):
+        raise InvalidInput("%s: %s, not a mapping%s" % (name, kind_of(value), example))
+    return value
