@@ -106,7 +106,11 @@ class InProcessModuleAction(ActionBase):
                     host=self._play_context.remote_addr)
         module_args = dict(self._task.args)
         self._update_module_args(self._task.action, module_args, task_vars)
-        output = run_main(MODULES + self.MODULE, module_args)
+        # The task's environment (K8S_AUTH_*, KUBECONFIG, a proxy), exactly as the module path
+        # puts it before the module's command: the module must act on the cluster the task names.
+        environment = {}
+        self._compute_environment_string(environment)
+        output = run_main(MODULES + self.MODULE, module_args, environment)
         data = self._parse_returned_data(dict(rc=0, stdout=output, stderr=""), PROFILE)
         data.pop("_ansible_suppress_tmpdir_delete", None)
         remove_internal_keys(data)
@@ -122,29 +126,50 @@ class InProcessModuleAction(ActionBase):
                        importlib.util.find_spec("kubernetes") is not None)
 
 
-def run_main(module_name, module_args):
+def run_main(module_name, module_args, environment=None):
     """Run a module's main() in this process with ``module_args``, as AnsiballZ runs it in its
-    own: the arguments handed over in the module encoding, its output captured; what it printed
-    (its JSON result) is returned. A crash is a failed result, as AnsiballZ reports one."""
+    own: the arguments handed over in the module encoding, the task's ``environment`` in
+    ``os.environ``, its output captured; what it printed (its JSON result) is returned. A crash is
+    a failed result, as AnsiballZ reports one. Every global it sets (ansible-core's module
+    arguments and serialization profile, the environment) is put back as it was."""
     encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
-    basic._ANSIBLE_ARGS = json.dumps(dict(ANSIBLE_MODULE_ARGS=module_args), cls=encoder).encode()
-    basic._ANSIBLE_PROFILE = PROFILE
+    saved = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE)
     out, err = io.StringIO(), io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                importlib.import_module(module_name).main()
-            except SystemExit:
-                pass
-            except Exception as exc:  # pylint: disable=broad-except  # a crash is the task's failure
-                out.seek(0)
-                out.truncate()
-                out.write(json.dumps(dict(failed=True, exception=traceback.format_exc(), msg="%s crashed: %s: %s" % (
-                    module_name.rsplit(".", 1)[-1], type(exc).__name__, exc))))
+        with task_environment(environment):
+            basic._ANSIBLE_ARGS = json.dumps(dict(ANSIBLE_MODULE_ARGS=module_args), cls=encoder).encode()
+            basic._ANSIBLE_PROFILE = PROFILE
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    importlib.import_module(module_name).main()
+                except SystemExit:
+                    pass
+                except Exception as exc:  # pylint: disable=broad-except  # a crash is the task's failure
+                    out.seek(0)
+                    out.truncate()
+                    out.write(json.dumps(dict(failed=True, exception=traceback.format_exc(), msg="%s crashed: %s: %s" % (
+                        module_name.rsplit(".", 1)[-1], type(exc).__name__, exc))))
     finally:
-        basic._ANSIBLE_ARGS = None
+        basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = saved
         _remove_kubeconfig_files()
     return out.getvalue()
+
+
+@contextlib.contextmanager
+def task_environment(environment):
+    """``os.environ`` with the task's ``environment:`` (values as text, as the module path's
+    command prefix gives them) for the length of the block; afterwards exactly as before."""
+    environment = dict((str(k), str(v)) for k, v in (environment or {}).items())
+    before = dict((k, os.environ.get(k)) for k in environment)
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _remove_kubeconfig_files():

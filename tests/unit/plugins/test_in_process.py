@@ -89,3 +89,56 @@ def test_a_crash_is_a_failed_result(monkeypatch):
     result = json.loads(in_process.run_main(in_process.MODULES + "maintenance_window", _args()))
     assert result["failed"] is True and "RuntimeError: boom" in result["msg"]
     assert "Traceback" in result["exception"]
+
+
+def test_the_tasks_environment_is_there_while_main_runs_and_gone_afterwards(monkeypatch):
+    """#36: a task's environment: (K8S_AUTH_KUBECONFIG of another cluster) applies in the worker
+    as it does to a module process; afterwards os.environ is as it was."""
+    import os
+    module = pytest.importorskip(in_process.MODULES + "maintenance_window")
+    seen = {}
+
+    def main():
+        seen.update(kubeconfig=os.environ.get("K8S_AUTH_KUBECONFIG"), proxy=os.environ.get("HTTPS_PROXY"),
+                    number=os.environ.get("TFOPS_TEST_NUMBER"))
+        print(json.dumps({"changed": False}))
+
+    monkeypatch.setattr(module, "main", main)
+    monkeypatch.setenv("HTTPS_PROXY", "http://before:3128")
+    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+    in_process.run_main(in_process.MODULES + "maintenance_window", _args(),
+                        {"K8S_AUTH_KUBECONFIG": "/second/lab", "HTTPS_PROXY": "http://task:3128", "TFOPS_TEST_NUMBER": 3})
+    assert seen == {"kubeconfig": "/second/lab", "proxy": "http://task:3128", "number": "3"}
+    assert "K8S_AUTH_KUBECONFIG" not in os.environ and "TFOPS_TEST_NUMBER" not in os.environ
+    assert os.environ["HTTPS_PROXY"] == "http://before:3128"
+
+
+def test_ansible_cores_globals_are_put_back_also_after_a_crash(monkeypatch):
+    from ansible.module_utils import basic
+    module = pytest.importorskip(in_process.MODULES + "maintenance_window")
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", b"before")
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "before-profile")
+
+    def boom():
+        assert basic._ANSIBLE_PROFILE == in_process.PROFILE and basic._ANSIBLE_ARGS != b"before"
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(module, "main", boom)
+    result = json.loads(in_process.run_main(in_process.MODULES + "maintenance_window", _args(), {"A_B": "c"}))
+    assert "RuntimeError: boom" in result["msg"]
+    assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE) == (b"before", "before-profile")
+
+
+def test_a_kubeconfig_named_by_the_environment_at_run_time_is_the_one_loaded(tmp_path, monkeypatch):
+    """The kubernetes client reads KUBECONFIG once, when it is imported (in ansible-playbook,
+    before any task): auth must read it when the module runs."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
+    path = tmp_path / "second"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://second.example:6443"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    cfg = auth.build_configuration(auth.resolve_auth({"context": "c"}, environ={}))
+    assert cfg.host == "https://second.example:6443"

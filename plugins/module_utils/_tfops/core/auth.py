@@ -141,8 +141,10 @@ def _load_kubeconfig(cfg, kubeconfig, context):
             path = os.path.expanduser(kubeconfig) if kubeconfig else None
             if path and not os.path.exists(path):
                 raise AuthError("kubeconfig file %s does not exist" % path)
-            k8s_config.load_kube_config(config_file=path, context=context,
-                                        client_configuration=cfg)
+            # KUBECONFIG as it is now: the client's own default was read when it was imported,
+            # and a task run in ansible-playbook's worker may set another (its environment).
+            k8s_config.load_kube_config(config_file=path or os.environ.get("KUBECONFIG", "~/.kube/config"),
+                                        context=context, client_configuration=cfg)
     except ConfigException as exc:
         raise AuthError("cannot load kubeconfig%s: %s" % (
             " context %r" % context if context else "", exc))
