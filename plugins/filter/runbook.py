@@ -8,20 +8,24 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 COMPONENTS = ("hypervisor", "worker", "client")
 
 
+def _checked(check, *args):
+    """A check of module_utils (InvalidInput) as a filter's error."""
+    try:
+        return check(*args)
+    except InvalidInput as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 def survey_list(value):
     """A list as it is, a survey's text answer (comma- or newline-separated) as a list, None as []."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if v not in (None, "")]
-    if isinstance(value, str):
-        return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
-    raise AnsibleFilterError("expected a list or a comma-separated string, not %r" % (value,))
+    return _checked(values.text_list, value, "the list")
 
 
 def mark_step(marks, step):
@@ -82,32 +86,25 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
                 if img)
     policy = dict((k, v) for k, v in (("batch_percentage", batch_percentage), ("batch_interval", batch_interval))
                   if v not in (None, ""))
-    if isinstance(policy.get("batch_percentage"), str):
-        if not policy["batch_percentage"].strip().isdigit():
-            raise AnsibleFilterError("batch_percentage must be a whole number, not %r" % batch_percentage)
-        policy["batch_percentage"] = int(policy["batch_percentage"])
+    if "batch_percentage" in policy:
+        policy["batch_percentage"] = _checked(values.whole_number, policy["batch_percentage"], "batch_percentage", 1, 100)
     items = pools if isinstance(pools, (list, tuple)) else survey_list(pools)
     if not items and (flat or policy):
         items = survey_list(all_pools)
     chart = _chart_items(chart_changes)
     items = [{"pool": i} if isinstance(i, str) else i for i in items]
+    # Imported here: gpupool's rules read YAML, which a filter loaded in every task's worker
+    # should not import unless it is used.
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import options as pool_options
+    for index, item in enumerate(items):  # the runbooks' preflight has checked them already
+        _checked(pool_options.check_pool_item, item, "pools[%d]" % index)
     named = [_chart_item_for(chart, i) for i in items if isinstance(i, dict)]
     items = items + [{"pool": name, "cluster": found["cluster"]}
                      for name, found in chart.items() if name not in named]
     out = []
     for item in items:
-        if not isinstance(item, dict) or not (item.get("pool") or item.get("name")):
-            raise AnsibleFilterError("each pool needs a name (or pool), not %r" % (item,))
         from_chart = chart.get(_chart_item_for(chart, item) or "", {}).get("components") or {}
-        unknown = set(item) - set(["name", "pool", "cluster", "components", "rolling_update", "record_only"])
-        if unknown:
-            raise AnsibleFilterError("pool %s: unknown keys %s (name, cluster, components, rolling_update)" % (
-                item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
         components = _merge(_merge(from_chart, flat), item.get("components"))
-        unknown = set(components) - set(COMPONENTS)
-        if unknown:
-            raise AnsibleFilterError("pool %s: unknown components %s" % (
-                item.get("pool") or item.get("name"), ", ".join(sorted(unknown))))
         rolling = dict(policy)
         chart_item = chart.get(_chart_item_for(chart, item) or "", {})
         user_set = _merge(flat, item.get("components"))

@@ -516,47 +516,12 @@ diff:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC, wait_arg_spec
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import (
+    COMPONENT_OPTIONS,
+    GATE_OPTIONS,
+    ROLLING_UPDATE_OPTIONS,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import run_rollout
-
-
-def _dict(**options):
-    return dict(type="dict", options=options)
-
-
-COMPONENT_OPTIONS = dict(
-    hypervisor=_dict(image=dict(type="str"), vector_image=dict(type="str"),
-                     port_number=dict(type="int"), enable_vector=dict(type="bool"),
-                     pod_template=dict(type="dict")),
-    worker=_dict(image=dict(type="str"), pod_template=dict(type="dict")),
-    client=_dict(image=dict(type="str"), operator_endpoint=dict(type="str"),
-                 remote_mode_image=dict(type="str"), embedded_mode_image=dict(type="str"),
-                 patch_to_pod=dict(type="dict"), patch_to_container=dict(type="dict"),
-                 patch_to_embedded_worker_container=dict(type="dict"),
-                 patch_embedded_worker_to_pod=dict(type="dict")),
-)
-
-
-_CLIENT = dict(timeout=dict(type="int", default=10), validate_certs=dict(type="bool", default=True),
-               headers=dict(type="dict"))
-GATE_OPTIONS = dict(
-    bake_seconds=dict(type="int", default=30),
-    gpu_phase=dict(type="bool", default=True),
-    hypervisor_ready=dict(type="bool", default=True),
-    max_hypervisor_restarts=dict(type="int", default=0),
-    workloads_ready=dict(type="bool", default=True),
-    max_warning_events=dict(type="int", default=0),
-    ignore_event_reasons=dict(type="list", elements="str", default=[]),
-    rules=dict(type="list", elements="dict", default=[], options=dict(
-        code=dict(type="str", required=True), expression=dict(type="str", required=True),
-        description=dict(type="str"),
-        severity=dict(type="str", default="blocking", choices=["blocking", "warning", "info"]))),
-    http=dict(type="list", elements="dict", default=[], options=dict(
-        url=dict(type="str", required=True), status_codes=dict(type="list", elements="int", default=[]),
-        **_CLIENT)),
-    prometheus=dict(type="list", elements="dict", default=[], options=dict(
-        url=dict(type="str", required=True), query=dict(type="str", required=True),
-        min=dict(type="float"), max=dict(type="float"), **_CLIENT)),
-)
 
 
 def main():
@@ -567,17 +532,13 @@ def main():
                               choices=["hypervisor", "worker", "client"]),
              pool=dict(type="str", required=True),
              components=dict(type="dict", options=COMPONENT_OPTIONS),
-             rolling_update=_dict(auto_update_hypervisor=dict(type="bool"),
-                                  auto_update_worker=dict(type="bool"),
-                                  auto_update_client=dict(type="bool"),
-                                  batch_percentage=dict(type="int"),
-                                  batch_interval=dict(type="str")),
+             rolling_update=dict(type="dict", options=ROLLING_UPDATE_OPTIONS),
              state=dict(type="str", default="present", choices=["present", "paused", "resumed"]),
              **wait_arg_spec(timeout=3600),
              stall_timeout=dict(type="int", default=600),
              on_deadline=dict(type="str", default="fail", choices=["fail", "pause"]),
              wait_until_progress=dict(type="int", default=100),
-             gates=_dict(**GATE_OPTIONS)),
+             gates=dict(type="dict", options=GATE_OPTIONS)),
         supports_check_mode=True)
     tfmodule.run(module, run_rollout)
 

@@ -271,27 +271,12 @@ msg:
   sample: "inside the window 2026-11-30 02:02 CST to 2026-11-30 06:02 CST: 2h38m0s left, deadline 2026-11-30 05:57 CST"
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.options import WINDOW_OPTIONS, WINDOW_RULES
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_window
 
 
 def main():
-    module = tfmodule.new_module(
-        dict(start=dict(type="str"),
-             end=dict(type="str"),
-             cron=dict(type="list", elements="str"),
-             duration=dict(type="str"),
-             pool=dict(type="str"),
-             cluster=dict(type="str"),
-             timezone=dict(type="str", default="UTC"),
-             safety_margin=dict(type="str", default="5m"),
-             mode=dict(type="str", default="enforce", choices=["enforce", "report"]),
-             when_undeclared=dict(type="str", default="open", choices=["open", "closed"]),
-             now=dict(type="str")),
-        supports_check_mode=True,
-        mutually_exclusive=[("start", "cron"), ("start", "pool"), ("start", "cluster"),
-                            ("start", "duration"), ("cron", "pool"), ("cron", "cluster")],
-        required_together=[("start", "end")],
-        required_by=dict(cron=("duration",)))
+    module = tfmodule.new_module(dict(WINDOW_OPTIONS), supports_check_mode=True, **WINDOW_RULES)
     tfmodule.run(module, run_window)
 
 

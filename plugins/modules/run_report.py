@@ -36,7 +36,9 @@ options:
       - The cluster copy is best effort, the run's report must not be lost to it - when it cannot
         be stored (a missing permission, no API server, credentials that do not work) the module
         warns, returns RV(configmap) null and still succeeds (with V(both), the local files are
-        written). A local folder that cannot be written fails the task.
+        written). A local folder that cannot be written fails the task, after what can still be
+        written is (with V(both), the cluster copy); the failed result still carries RV(status),
+        RV(summary), RV(report_ref) and RV(record), and its message says which copy exists.
       - The ConfigMap is named after the run's start (O(started)), so a second report of the same
         run (the runbooks write one before and one after releasing the lock) replaces the first.
       - Its content stays below the 1 MiB object limit - the three files as text when they fit;

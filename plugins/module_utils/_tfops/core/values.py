@@ -7,6 +7,8 @@ given as comma-separated text. Each check raises InvalidInput naming the option 
 
 from __future__ import annotations
 
+import copy
+
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
@@ -53,22 +55,24 @@ def whole_number(value, name, low=None, high=None, unit=""):
         number = int(value)
     elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
         number = int(value.strip())
-    span = _span(low, high) + unit
+    span = _span(low, high, unit)
     if number is None:
-        raise InvalidInput("%s: %r is not a whole number%s" % (name, value, span))
+        raise InvalidInput("%s: %r is not a whole number%s" % (name, value, " (%s)" % span if span else ""))
     if (low is not None and number < low) or (high is not None and number > high):
-        raise InvalidInput("%s: %s is out of range: it must be%s" % (name, number, span))
+        raise InvalidInput("%s: %s is out of range (%s)" % (name, number, span))
     return number
 
 
-def _span(low, high):
+def _span(low, high, unit):
     if low is not None and high is not None:
-        return " %d-%d" % (low, high)
-    if low is not None:
-        return " of %d or more" % low
-    if high is not None:
-        return " of %d or less" % high
-    return ""
+        text = "%d-%d" % (low, high)
+    elif low is not None:
+        text = "%d or more" % low
+    elif high is not None:
+        text = "%d or less" % high
+    else:
+        return unit.strip()
+    return text + unit
 
 
 def text_list(value, name):
@@ -85,4 +89,29 @@ def text_list(value, name):
 def mapping(value, name, example=""):
     if not isinstance(value, dict):
         raise InvalidInput("%s: %s, not a mapping%s" % (name, kind_of(value), example))
+    return value
+
+
+def with_spec(spec, value, name, **rules):
+    """``value`` (a mapping) checked against a module's argument spec (``rules``: its
+    mutually_exclusive, required_together, ...), as AnsibleModule checks its options: the checked
+    value with the spec's defaults, or InvalidInput with every refusal, after ``name:`` when given.
+    ``value`` itself is not changed."""
+    # Imported here: on the controller ansible-core's argument spec loads YAML, which the filters
+    # that use this file must not cost every task (tests/unit/plugins/test_runbook_filters.py).
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    from ansible.module_utils.errors import UnsupportedError
+    result = ArgumentSpecValidator(spec, **rules).validate(copy.deepcopy(value))
+    if result.error_messages:
+        # ansible-core's message of an unknown option starts with its name: say what it is.
+        text = "; ".join(("unknown key %s" % error.msg if isinstance(error, UnsupportedError) else error.msg)
+                         for error in result.errors)
+        raise InvalidInput("%s: %s" % (name, text) if name else text)
+    return result.validated_parameters
+
+
+def pruned(value):
+    """A mapping without the None that a spec fills in for every option left out."""
+    if isinstance(value, dict):
+        return dict((k, pruned(v)) for k, v in value.items() if v is not None)
     return value

@@ -24,34 +24,38 @@ DEFAULTS = {"bake_seconds": 30, "gpu_phase": True, "hypervisor_ready": True,
             "ignore_event_reasons": [], "rules": [], "http": [], "prometheus": []}
 
 
-def normalize(gates):
-    """The gate settings with defaults, or None when no gate is asked for; raises InvalidInput."""
+def normalize(gates, option="gates"):
+    """The gate settings with defaults, or None when no gate is asked for; raises InvalidInput
+    naming ``option`` (a runbook's tfops_gates)."""
     if not gates:
         return None
     spec = dict(DEFAULTS)
     spec.update(dict((k, v) for k, v in gates.items() if v is not None))
     if not isinstance(spec["bake_seconds"], int) or spec["bake_seconds"] <= 0:
-        raise InvalidInput("gates.bake_seconds must be a positive number of seconds, not %r"
-                           % (spec["bake_seconds"],))
+        raise InvalidInput("%s.bake_seconds must be a positive number of seconds, not %r"
+                           % (option, spec["bake_seconds"]))
     for key in ("max_hypervisor_restarts", "max_warning_events"):
         if spec[key] < 0:
-            raise InvalidInput("gates.%s must be 0 or more, not %s" % (key, spec[key]))
+            raise InvalidInput("%s.%s must be 0 or more, not %s" % (option, key, spec[key]))
     rules = [dict(rule, severity=rule.get("severity") or "blocking") for rule in spec["rules"]]
     for rule in rules:
         if not rule.get("code") or not rule.get("expression"):
-            raise InvalidInput("every gates.rules item needs a code and an expression: %r" % (rule,))
-    findings.validate_rules(rules)
+            raise InvalidInput("every %s.rules item needs a code and an expression: %r" % (option, rule))
+    try:
+        findings.validate_rules(rules)
+    except InvalidInput as exc:
+        raise InvalidInput("%s.rules: %s" % (option, exc.msg))
     spec["rules"] = rules
     for check in spec["http"]:
         if not str(check.get("url") or "").startswith(("http://", "https://")):
-            raise InvalidInput("gates.http url must be an http:// or https:// URL, not %r"
-                               % (check.get("url"),))
+            raise InvalidInput("%s.http url must be an http:// or https:// URL, not %r"
+                               % (option, check.get("url")))
     for check in spec["prometheus"]:
         if not check.get("url") or not check.get("query"):
-            raise InvalidInput("every gates.prometheus item needs a url and a query")
+            raise InvalidInput("every %s.prometheus item needs a url and a query" % option)
         if check.get("max") is None and check.get("min") is None:
-            raise InvalidInput("gates.prometheus query %r needs a max or a min threshold"
-                               % check["query"])
+            raise InvalidInput("%s.prometheus query %r needs a max or a min threshold"
+                               % (option, check["query"]))
     return spec
 
 

@@ -83,19 +83,24 @@ def run_report(ctx):
     except (TfopsError, ValueError) as exc:
         raise InvalidInput("cannot build the report: %s" % getattr(exc, "msg", exc))
     files = report_render.report_files(record)
-    folder, written = None, []
+    folder, written, not_written = None, [], None
     if local and ctx.check_mode:
         folder = os.path.join(os.path.abspath(params["dest"]), report_render.run_folder_name(record))
     elif local:
         try:
             folder, written = report_render.write_report(params["dest"], record, files)
         except OSError as exc:
-            raise ReportNotWritten("cannot write the report into %s: %s" % (params["dest"], exc))
+            # What can still be written is: the cluster copy below; then the task fails saying so.
+            not_written = "cannot write the report into %s: %s" % (params["dest"], exc)
     stored, cluster_written = store_in_cluster(ctx, record, files, folder) \
         if cluster and not ctx.check_mode and not params["check_run"] else (None, False)
-    plan, plan_file = save_plan(ctx, record)
-    return dict(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file,
-                status=record["status"], failed_run=record["failed"],
-                resumable=record["resumable"], cluster_changed=record["changed"],
-                summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
-                report_ref=stored["ref"] if stored else None, record=record)
+    plan, plan_file = save_plan(ctx, record) if not_written is None else (None, None)
+    result = dict(changed=bool(written or cluster_written or plan_file), plan=plan, plan_file=plan_file,
+                  status=record["status"], failed_run=record["failed"],
+                  resumable=record["resumable"], cluster_changed=record["changed"],
+                  summary=report.summary_line(record), dir=folder, files=written, configmap=stored,
+                  report_ref=stored["ref"] if stored else None, record=record)
+    if not_written:
+        raise ReportNotWritten("%s; %s" % (not_written, "the cluster copy is %s" % stored["ref"] if stored
+                                           else "no copy was stored in the cluster"), **result)
+    return result

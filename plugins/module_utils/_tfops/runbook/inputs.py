@@ -1,0 +1,474 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runbooks' flat ``tfops_*`` variables: one specification (which runbook reads which
+variable, and what it must be) and the checks a runbook makes of all of them in its preflight,
+before the lock or any write, with messages that name the variable the user set.
+
+Each check reuses the collection's own validators (Go durations, image references, helm flags,
+the maintenance window's rules, the Secret content rules, gpupool_rollout's argument spec for
+tfops_pools and tfops_gates); what needs the cluster (pools, namespaces, the Secret and its
+consumers, a snapshot reference) is read by runbook/task.py.
+
+Blank (``""``, as AWX sends an empty survey answer) or null means unset, except for
+tfops_chart_repo, where blank means no repository. A list may be given as comma- or
+newline-separated text, a boolean or a number as text."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates as gate_rules
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import options as pool_options
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import GATE_OPTIONS
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release as helm_release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.options import (
+    WINDOW_OPTIONS,
+    WINDOW_RULES,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
+
+RUNBOOKS = ("upgrade", "rollback", "rotate_secret", "precheck")
+ALL = RUNBOOKS
+CHANGING = ("upgrade", "rollback", "rotate_secret")  # lock, window, saved plans
+HELM = ("upgrade", "rollback")
+VERIFYING = CHANGING
+PRECHECKING = ("upgrade", "rotate_secret", "precheck")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# A chart version or a semver constraint as helm's --version takes it (Masterminds/semver):
+# comparisons (=, !=, >, <, >=, <=, ~, ~>, ^) of versions with x/X/* wildcards, joined by spaces,
+# commas or ||.
+_VERSION = r"v?(?:[0-9]+|[xX*])(?:\.(?:[0-9]+|[xX*])){0,2}(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?"
+_CONSTRAINT = re.compile(r"^\s*(?:(?:!=|>=|<=|~>|=|>|<|~|\^)?\s*%s)(?:(?:\s*,\s*|\s+|\s*\|\|\s*)"
+                         r"(?:!=|>=|<=|~>|=|>|<|~|\^)?\s*%s)*\s*$" % (_VERSION, _VERSION))
+
+
+# ---- checks of one value: (value, name) -> the value as the runbook uses it; InvalidInput -------
+def named(name, check, *args):
+    """``check(*args)``, whose refusal does not name what it checked, with ``name:`` in front."""
+    try:
+        return check(*args)
+    except InvalidInput as exc:
+        raise InvalidInput("%s: %s" % (name, exc.msg))
+
+
+def text(value, name):
+    if not isinstance(value, str):
+        raise InvalidInput("%s: %s, not text" % (name, values.kind_of(value)))
+    return value
+
+
+def boolean(value, name):
+    return values.boolean(value, name)
+
+
+def whole(low=None, high=None, unit=" seconds"):
+    def check(value, name):
+        return values.whole_number(value, name, low, high, unit if low is not None and high is None else "")
+    return check
+
+
+def choice(*options):
+    def check(value, name):
+        if value not in options:
+            raise InvalidInput("%s: %r is not one of %s" % (name, value, ", ".join(options)))
+        return value
+    return check
+
+
+def dns_label(value, name):
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value):
+        raise InvalidInput("%s: %r is not a namespace name (lowercase letters, digits and '-', at "
+                           "most 63)" % (name, value))
+    return value
+
+
+def release_name(value, name):
+    if not isinstance(value, str) or len(value) > 53 or not _DNS_SUBDOMAIN.match(value):
+        raise InvalidInput("%s: %r is not a Helm release name (lowercase letters, digits, '-' and "
+                           "'.', at most 53)" % (name, value))
+    return value
+
+
+def object_name(value, name):
+    if not isinstance(value, str) or len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise InvalidInput("%s: %r is not an object name (lowercase letters, digits, '-' and '.')"
+                           % (name, value))
+    return value
+
+
+def go_duration(value, name):
+    durations.go_duration_seconds(value, name)
+    return value
+
+
+def window_duration(value, name):
+    windows.parse_duration(value, name)
+    return value
+
+
+def image(value, name):
+    rollout.validate_image(None, None, value, name)
+    return value
+
+
+def mapping(value, name):
+    return values.mapping(value, name, " (for example {key: value})")
+
+
+def text_list(element=None):
+    def check(value, name):
+        items = values.text_list(value, name)
+        return [element(item, "%s[%d]" % (name, i)) if element else item for i, item in enumerate(items)]
+    return check
+
+
+def _path(value, name):
+    return os.path.expanduser(text(value, name))
+
+
+def existing_file(value, name):
+    if not os.path.isfile(_path(value, name)):
+        raise InvalidInput("%s: %s is not a file on the controller" % (name, value))
+    return value
+
+
+def executable(value, name):
+    path = _path(value, name)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise InvalidInput("%s: %s is not an executable file on the controller" % (name, value))
+    return value
+
+
+def folder(value, name):
+    """A folder that exists or can be made: the nearest existing one on its path is a folder."""
+    path = os.path.abspath(_path(value, name))
+    probe = path
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise InvalidInput("%s: %s cannot be a folder: %s is a file" % (name, value, probe))
+    return value
+
+
+def file_to_write(value, name):
+    path = os.path.abspath(_path(value, name))
+    if os.path.isdir(path):
+        raise InvalidInput("%s: %s is a folder, not a file to write" % (name, value))
+    folder(os.path.dirname(path), name)
+    return value
+
+
+def url_or_file(value, name):
+    if isinstance(value, str) and "://" in value:
+        named(name, helm_release.check_repo_url, value, "a URL")
+        return value
+    return existing_file(value, name)
+
+
+def repo_url(value, name):
+    if value == "":
+        return value  # blank: no repository (a chart path or oci:// reference)
+    helm_release.check_repo_url(text(value, name), name)
+    return value
+
+
+def chart_version(value, name):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not _CONSTRAINT.match(value):
+        raise InvalidInput("%s: %r is not a chart version or a version constraint (1.8.7, ~1.8, "
+                           ">=1.8.0 <2)" % (name, value))
+    return value
+
+
+def kubeconfig(value, name):
+    if isinstance(value, dict):
+        return value
+    for part in text(value, name).split(os.pathsep):
+        if part and not os.path.isfile(os.path.expanduser(part)):
+            raise InvalidInput("%s: %s is not a file on the controller" % (name, part))
+    return value
+
+
+def plan(value, name):
+    return value if isinstance(value, dict) else existing_file(value, name)
+
+
+def snapshot(value, name):
+    if snapshot_store.is_reference(value):
+        named(name, snapshot_store.parse_reference, value)
+        return value
+    if not os.path.isdir(_path(value, name)):
+        raise InvalidInput("%s: %s is neither a snapshot reference (secret://<namespace>/<name>) nor "
+                           "a bundle folder on the controller" % (name, value))
+    return value
+
+
+def signing_key(value, name):
+    named(name, signing.BundleKey, text(value, name).encode("utf-8"))
+    return value
+
+
+def helm_args(value, name):
+    return helmcli.parse_extra_args(values.text_list(value, name), name)
+
+
+def gates(value, name):
+    mapping(value, name)
+    if not value:
+        return value
+    gate_rules.normalize(values.with_spec(GATE_OPTIONS, dict(value), name), name)
+    return value
+
+
+def pools(value, name):
+    items = value if isinstance(value, (list, tuple)) else values.text_list(value, name)
+    return [pool_options.check_pool_item(item, "%s[%d]" % (name, i)) for i, item in enumerate(items)]
+
+
+def consumers(value, name):
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput("%s: %s, not a list of consumers" % (name, values.kind_of(value)))
+    for index, consumer in enumerate(value):
+        secret_plan.validate_consumer(consumer, index, name)
+    return list(value)
+
+
+def secret_data(value, name):
+    secret_plan.check_content(value, name, encoded=True)
+    return value
+
+
+def secret_string_data(value, name):
+    secret_plan.check_content(value, name)
+    return value
+
+
+def secret_name(value, name):
+    secret_plan.check_name(value, name)
+    return value
+
+
+def timezone(value, name):
+    named(name, windows.get_zone, value)
+    return value
+
+
+# ---- the specification ------------------------------------------------------------------------
+class Variable:
+    """A runbook variable: the runbooks that read it, its check, whether it may hold a secret
+    (then it never reaches a result or a log) and whether blank is a value of its own."""
+
+    def __init__(self, name, runbooks, check, secret=False, blank_is_value=False, required=()):
+        self.name, self.runbooks, self.check = name, runbooks, check
+        self.secret, self.blank_is_value, self.required = secret, blank_is_value, required
+
+
+V = Variable
+SPEC = [
+    # The cluster, the Python, the release (every runbook).
+    V("tfops_kubeconfig", ALL, kubeconfig, secret=True),
+    V("tfops_context", ALL, text),
+    V("tfops_python_interpreter", ALL, executable),
+    V("tfops_in_process", ALL, boolean),
+    V("tfops_namespace", ALL, dns_label),
+    V("tfops_release", ALL, release_name),
+    V("tfops_helm_binary", ALL, executable),
+    V("tfops_report_store", ALL, choice("local", "cluster", "both")),
+    V("tfops_report_keep", ALL, whole(1, unit="")),
+    V("tfops_artifacts_dir", ALL, folder),
+    V("tfops_timeout", ALL, whole(1)),
+    V("tfops_rbac_preflight", ALL, boolean),
+    V("tfops_precheck_downgrade_codes", PRECHECKING, text_list(text)),
+    # Verify.
+    V("tfops_verify_downgrade_codes", VERIFYING, text_list(text)),
+    V("tfops_verify_acceptance_pod", VERIFYING, boolean),
+    V("tfops_verify_pool", VERIFYING, object_name),
+    V("tfops_verify_image", VERIFYING, image),
+    # The lock, saved plans, the window (the runbooks that change something).
+    V("tfops_lock_name", CHANGING, object_name),
+    V("tfops_lock_holder", CHANGING, text),
+    V("tfops_lock_ttl", CHANGING, whole(1)),
+    V("tfops_renew_retry_timeout", CHANGING, whole(0)),
+    V("tfops_unlock_timeout", CHANGING, whole(0)),
+    V("tfops_plan_out", CHANGING, file_to_write),
+    V("tfops_plan", CHANGING, plan),
+    V("tfops_plan_max_age", CHANGING, whole(1)),
+    V("tfops_window_start", CHANGING, text),
+    V("tfops_window_end", CHANGING, text),
+    V("tfops_window_cron", CHANGING, text_list(text)),
+    V("tfops_window_duration", CHANGING, window_duration),
+    V("tfops_window_pool", CHANGING, object_name),
+    V("tfops_window_timezone", CHANGING, timezone),
+    V("tfops_window_safety_margin", CHANGING, window_duration),
+    V("tfops_stall_timeout", CHANGING, whole(1)),
+    # Snapshots and helm (upgrade, rollback).
+    V("tfops_snapshot_dir", HELM, folder),
+    V("tfops_snapshot_signing_key", HELM, signing_key, secret=True),
+    V("tfops_helm_disable_openapi_validation", HELM, boolean),
+    V("tfops_helm_skip_crds", HELM, boolean),
+    V("tfops_helm_no_hooks", HELM, boolean),
+    V("tfops_keep_pools", HELM, boolean),
+    V("tfops_helm_extra_args", HELM, helm_args),
+    V("tfops_rollback_timeout", HELM, whole(1)),
+    # upgrade.yml (and fleet_upgrade.yml).
+    V("tfops_snapshot_store", ("upgrade",), choice("local", "cluster", "both")),
+    V("tfops_chart", ("upgrade",), text),
+    V("tfops_chart_repo", ("upgrade",), repo_url, blank_is_value=True),
+    V("tfops_chart_version", ("upgrade",), chart_version),
+    V("tfops_region", ("upgrade",), choice("international", "cn")),
+    V("tfops_values_cn", ("upgrade",), url_or_file),
+    V("tfops_local_mode", ("upgrade",), boolean),
+    V("tfops_values", ("upgrade",), mapping, secret=True),  # Helm values may hold credentials
+    V("tfops_values_files", ("upgrade",), text_list(url_or_file)),
+    V("tfops_update_crds", ("upgrade",), boolean),
+    V("tfops_pools", ("upgrade",), pools),
+    V("tfops_hypervisor_image", ("upgrade",), image),
+    V("tfops_worker_image", ("upgrade",), image),
+    V("tfops_client_image", ("upgrade",), image),
+    V("tfops_batch_percentage", ("upgrade",), whole(1, 100)),
+    V("tfops_batch_interval", ("upgrade",), go_duration),
+    V("tfops_on_deadline", ("upgrade",), choice("pause", "fail")),
+    V("tfops_each_batch", ("upgrade",), boolean),
+    V("tfops_gates", ("upgrade",), gates),
+    V("tfops_rollback_on_failure", ("upgrade",), boolean),
+    # rollback.yml.
+    V("tfops_snapshot", ("rollback",), snapshot),
+    V("tfops_runs", ("rollback",), mapping),
+    V("tfops_restore_component_config", ("rollback",), boolean),
+    V("tfops_allow_unsigned", ("rollback",), boolean),
+    # rotate_secret.yml.
+    V("tfops_secret_name", ("rotate_secret",), secret_name, required=("rotate_secret",)),
+    V("tfops_secret_namespace", ("rotate_secret",), dns_label),
+    V("tfops_secret_data", ("rotate_secret",), secret_data, secret=True),
+    V("tfops_secret_string_data", ("rotate_secret",), secret_string_data, secret=True),
+    V("tfops_secret_type", ("rotate_secret",), text),
+    V("tfops_secret_strategy", ("rotate_secret",), choice("in_place", "versioned")),
+    V("tfops_secret_consumers", ("rotate_secret",), consumers),
+    V("tfops_secret_delete_old", ("rotate_secret",), boolean),
+    V("tfops_secret_keep", ("rotate_secret",), whole(0, unit="")),
+    V("tfops_secret_wait_timeout", ("rotate_secret",), whole(1)),
+    V("tfops_secret_delete_unrolled_pods", ("rotate_secret",), boolean),
+]
+BY_NAME = dict((v.name, v) for v in SPEC)
+# The window's options as the runbook's variables (step_window.yml passes them on).
+WINDOW_VARIABLES = dict(start="tfops_window_start", end="tfops_window_end", cron="tfops_window_cron",
+                        duration="tfops_window_duration", pool="tfops_window_pool",
+                        timezone="tfops_window_timezone", safety_margin="tfops_window_safety_margin")
+
+
+def variables(playbook):
+    """The variables ``playbook`` reads (fleet_upgrade.yml reads upgrade.yml's)."""
+    return [v for v in SPEC if playbook in v.runbooks]
+
+
+def is_set(variable, value):
+    return value is not None and (value != "" or variable.blank_is_value)
+
+
+# ---- all of them, and what goes between them ----------------------------------------------------
+def check(playbook, given, helm_on_path=None):
+    """(values as the runbook uses them, problems): every variable of ``playbook`` in ``given``
+    ({name: value}, the variables the user set) checked, then the rules between them. Pure but
+    for the controller's files it looks at. ``helm_on_path``: where helm is found when
+    tfops_helm_binary is unset (shutil.which by default)."""
+    if playbook not in RUNBOOKS:
+        raise InvalidInput("playbook %r is not a runbook (%s)" % (playbook, ", ".join(RUNBOOKS)))
+    checked, problems = {}, []
+    for variable in variables(playbook):
+        value = given.get(variable.name)
+        if not is_set(variable, value):
+            if playbook in variable.required:
+                problems.append("%s is required" % variable.name)
+            continue
+        try:
+            checked[variable.name] = variable.check(value, variable.name)
+        except InvalidInput as exc:
+            problems.append(exc.msg)
+    for rule in RULES:
+        try:
+            rule(playbook, checked, given)
+        except InvalidInput as exc:
+            problems.append(exc.msg)
+    if playbook in HELM and "tfops_helm_binary" not in checked and \
+            not any(p.startswith("tfops_helm_binary") for p in problems):
+        found = helm_on_path if helm_on_path is not None else shutil.which("helm")
+        if not found:
+            problems.append("tfops_helm_binary: no helm on the controller's PATH; install helm 3 or 4, "
+                            "or set tfops_helm_binary to its path")
+    return checked, problems
+
+
+def _renamed_rules(rename):
+    """maintenance_window's rules between its options, under the runbook's variable names."""
+    def pairs(groups):
+        return [tuple(rename[o] for o in group) for group in groups if all(o in rename for o in group)]
+    return dict(mutually_exclusive=pairs(WINDOW_RULES["mutually_exclusive"]),
+                required_together=pairs(WINDOW_RULES["required_together"]),
+                required_by=dict((rename[k], tuple(rename[o] for o in v))
+                                 for k, v in WINDOW_RULES["required_by"].items() if k in rename))
+
+
+def _window(playbook, checked, given):
+    """At most one source of the window, complete (maintenance_window's rules), and its times and
+    cron expressions readable in its time zone."""
+    if playbook not in CHANGING:
+        return
+    spec = dict((name, dict(WINDOW_OPTIONS[option], default=None))
+                for option, name in WINDOW_VARIABLES.items())
+    params = dict((name, checked.get(name, given.get(name))) for name in WINDOW_VARIABLES.values()
+                  if is_set(BY_NAME[name], given.get(name)))
+    values.with_spec(spec, params, None, **_renamed_rules(WINDOW_VARIABLES))
+    if is_set(BY_NAME["tfops_window_timezone"], given.get("tfops_window_timezone")) and \
+            "tfops_window_timezone" not in checked:
+        return  # the time zone itself is refused: nothing can be read in it
+    tz = windows.get_zone(checked.get("tfops_window_timezone") or "UTC")
+    if "tfops_window_start" in checked:
+        start = windows.parse_instant(checked["tfops_window_start"], tz, "tfops_window_start")
+        end = windows.parse_instant(checked["tfops_window_end"], tz, "tfops_window_end")
+        if end <= start:
+            raise InvalidInput("tfops_window_end %s is not after tfops_window_start %s" % (
+                windows.iso(end), windows.iso(start)))
+    if checked.get("tfops_window_cron"):
+        windows.require_croniter()
+        named("tfops_window_cron", windows.parse_schedules, checked["tfops_window_cron"], tz)
+
+
+def _region(playbook, checked, given):
+    if playbook == "upgrade" and checked.get("tfops_region") == "cn" and not checked.get("tfops_values_cn") \
+            and given.get("tfops_chart_repo") == "":
+        raise InvalidInput("tfops_region: cn needs values-cn.yaml - set tfops_values_cn (tfops_chart_repo "
+                           "is blank, so there is no repository to take it from)")
+
+
+def _secret(playbook, checked, given):
+    if playbook != "rotate_secret":
+        return
+    if not checked.get("tfops_secret_data") and not checked.get("tfops_secret_string_data") and \
+            not any(is_set(BY_NAME[n], given.get(n)) for n in ("tfops_secret_data", "tfops_secret_string_data")):
+        raise InvalidInput("tfops_secret_string_data or tfops_secret_data must hold the new content")
+    keys = set(checked.get("tfops_secret_data") or {}) | set(checked.get("tfops_secret_string_data") or {})
+    secret_plan.check_key_names(keys, "tfops_secret_data/tfops_secret_string_data")
+    if checked.get("tfops_secret_strategy") == "versioned" and len(checked.get("tfops_secret_name") or "") > 242:
+        raise InvalidInput("tfops_secret_name is too long for a versioned Secret (at most 242 characters)")
+
+
+RULES = (_window, _region, _secret)
+
+
+def message(problems):
+    return ("%d input%s refused; nothing was written (the run stopped before its lock): %s" % (
+        len(problems), "" if len(problems) == 1 else "s", "; ".join(problems)))
