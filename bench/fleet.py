@@ -93,8 +93,7 @@ class Fleet:
                 hosts[host].update(tfops_python_interpreter=str(wrapper), tfops_in_process=False)
         inventory = self.tmp / ("inventory-%s.json" % name)
         inventory.write_text(json.dumps({"clusters": {"hosts": hosts}}))
-        extra = dict(change, tfops_fleet_hosts="clusters", tfops_helm_binary=self.helm,
-                     tfops_helm_disable_openapi_validation=True, tfops_batch_percentage=50,
+        extra = dict(change, tfops_fleet_hosts="clusters", tfops_helm_binary=self.helm, tfops_batch_percentage=50,
                      tfops_batch_interval="1s", tfops_stall_timeout=30,
                      tfops_artifacts_dir=str(self.tmp / "artifacts"), tfops_snapshot_dir=str(self.tmp / "snapshots"))
         if serial:

@@ -56,7 +56,6 @@ def run(state, repetitions=2, pct=20, interval="1s"):
         image = "%s:bench-runbook-%d" % (HV, int(time.time()))
         extra = {"tfops_kubeconfig": state["kubeconfig"], "tfops_chart_repo": tfs["chart_repo"],
                  "tfops_chart_version": with_chart, "tfops_hypervisor_image": image,
-                 "tfops_helm_disable_openapi_validation": True,
                  "tfops_batch_percentage": pct, "tfops_batch_interval": interval, "tfops_each_batch": each_batch,
                  "tfops_helm_binary": str(paths.helm_binary("3")),
                  "tfops_artifacts_dir": "/tmp/tfops-bench-artifacts", "tfops_snapshot_dir": "/tmp/tfops-bench-snapshots"}

@@ -36,7 +36,6 @@ def _tasks(state, snapdir):
         "tensorfusion.ops.gpupool_rollout": {"pool": "shared", "components": {"hypervisor": {"image": image}}, **kc},
         "tensorfusion.ops.tf_cluster_info": {"workloads": False, **kc},
         "tensorfusion.ops.helm_release": {"chart_repo_url": tfs["chart_repo"], "chart_version": tfs["chart_version"],
-                                          "disable_openapi_validation": True,
                                           "binary_path": str(paths.helm_binary("3")), **kc},
     }
 

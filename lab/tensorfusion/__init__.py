@@ -165,17 +165,11 @@ def set_knobs(api_client, namespace: str = NAMESPACE, **knobs) -> None:
 
 def helm_install(state: Dict, version: str = V1, helm_major: str = "3", values_cn: bool = False,
                  extra: Optional[List[str]] = None, timeout: str = "10m") -> str:
-    """The documented command against the lab's chart repository; returns helm's output.
-
-    With ``--disable-openapi-validation``, as the real chart needs on this API server: its
-    alert-manager Services set ``internalTrafficPolicy``, which v1.20's OpenAPI does not know. With
-    helm 4 also client-side apply: its server-side apply (the default for a new release) refuses
-    that field whatever the flag says ("field not declared in schema")."""
+    """The documented command against the lab's chart repository; returns helm's output."""
     repo = state["tensorfusion"]["chart_repo"]
     cmd = [str(paths.helm_binary(helm_major)), "upgrade", "--install", "--create-namespace",
            "--namespace", namespace_of(state), "--repo", repo, RELEASE, CHART, "--version", version,
-           "--kubeconfig", state["kubeconfig"], "--wait", "--timeout", timeout,
-           "--disable-openapi-validation"] + (["--server-side=false"] if helm_major == "4" else [])
+           "--kubeconfig", state["kubeconfig"], "--wait", "--timeout", timeout]
     if values_cn:
         cmd += ["-f", f"{repo}/values-cn.yaml"]
     res = subprocess.run(cmd + list(extra or []), capture_output=True, text=True)

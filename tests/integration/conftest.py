@@ -45,13 +45,13 @@ def sa_kubeconfig(lab):
 @pytest.fixture
 def ns(api_client):
     """A namespace of the test's own, deleted afterwards; ready for Pods: its default
-    ServiceAccount has its token (v1.20's admission refuses Pods until then, which takes a while
-    after an API server outage, while the token controller catches up). A test may delete it itself."""
+    ServiceAccount exists (admission refuses Pods until the ServiceAccount controller has made it,
+    which takes a while after an API server outage). A test may delete it itself."""
     core = client.CoreV1Api(api_client)
     name = "t-" + uuid.uuid4().hex[:6]
     core.create_namespace({"metadata": {"name": name}})
-    wait_for(core.list_namespaced_service_account, lambda sa: sa.metadata.name == "default" and sa.secrets,
-             namespace=name, what=f"the default ServiceAccount of namespace {name} with its token")
+    wait_for(core.list_namespaced_service_account, lambda sa: sa.metadata.name == "default",
+             namespace=name, what=f"the default ServiceAccount of namespace {name}")
     yield name
     try:
         core.delete_namespace(name)

@@ -12,6 +12,17 @@ TFC = "tensor-fusion"  # the session lab's TensorFusionCluster
 POOL = "tensor-fusion-shared"  # its GPUPool
 
 
+def service_account_token(api_client, namespace, name, create=True):
+    """A token of ServiceAccount ``name`` (created first when ``create``) from the TokenRequest
+    API, as kubectl create token does: since Kubernetes 1.24 no Secret holds one by itself."""
+    core = client.CoreV1Api(api_client)
+    if create:
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    review = core.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 3600}})
+    return review.status.token
+
+
 def tfc(api_client, name=TFC):
     """The TensorFusionCluster, as a dict."""
     return client.CustomObjectsApi(api_client).get_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", name)

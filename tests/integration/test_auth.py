@@ -1,14 +1,13 @@
 """The auth layer end to end through Ansible: a kubeconfig file, a dict kubeconfig, K8S_AUTH_*
 variables (as AWX injects them), client certificates and a ServiceAccount token; and no credential
 in the output, even at -vvv."""
-import base64
 import json
 
 import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
-from .helpers import wait_for
+from .helpers import service_account_token
 
 TASK = "Read kube-system through tensorfusion.ops auth"
 
@@ -72,12 +71,7 @@ def test_wrong_ca_fails_verification(lab, tmp_path):
 
 
 def test_service_account_token_and_forbidden_message(lab, api_client, ns):
-    core = client.CoreV1Api(api_client)
-    core.create_namespaced_service_account(ns, {"metadata": {"name": "probe"}})
-    sa = wait_for(core.list_namespaced_service_account,
-                  lambda s: s.metadata.name == "probe" and s.secrets, namespace=ns)
-    token = base64.b64decode(core.read_namespaced_secret(sa.secrets[0].name, ns)
-                             .data["token"]).decode()
+    token = service_account_token(api_client, ns, "probe")
     env = {"K8S_AUTH_HOST": lab["server"], "K8S_AUTH_API_KEY": token,
            "K8S_AUTH_SSL_CA_CERT": f"{lab['state_dir']}/pki/ca.crt"}
     run = run_playbook("auth_probe.yml", env=env)

@@ -156,7 +156,7 @@ def test_precheck_upgrade_and_rollback_as_awx_jobs(lab, api_client, helm_bins, c
     # chart step writes a revision and no Pod rolls), the lab's test Pod skipped as elsewhere.
     marker = "awx-" + os.urandom(3).hex()
     template = {"tfops_values": {"tfopsAwxRunnerCheck": marker}}
-    fast = {"tfops_verify_acceptance_pod": "false", "tfops_helm_disable_openapi_validation": "true"}
+    fast = {"tfops_verify_acceptance_pod": "false"}
     before = deployed_release(api_client)
 
     precheck = job().run("precheck", {})

@@ -27,7 +27,7 @@ def base(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     original = pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"]
     values = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")),
               "tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_helm_binary": helm_bins["3"],
-              "tfops_artifacts_dir": str(tmp / "artifacts"), "tfops_helm_disable_openapi_validation": True,
+              "tfops_artifacts_dir": str(tmp / "artifacts"),
               "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_snapshot_store": "both",
               "tfops_verify_acceptance_pod": False, "tfops_report_store": "local"}
     yield {"vars": values, "tmp": tmp, "original_image": original}

@@ -22,9 +22,6 @@ V1, V2 = "1.8.6", "1.8.7"
 HV = "tensorfusion/tensor-fusion-hypervisor"
 TINY = str(Path(__file__).resolve().parent / "charts" / "tfops-tiny")
 MAJORS = ["3", "4"]
-# The chart's alert-manager Services set internalTrafficPolicy, unknown to this v1.20 API server:
-# every upgrade of the TensorFusion chart here needs disable_openapi_validation, as on a real one.
-NO_OPENAPI = {"disable_openapi_validation": True}
 
 
 def release(lab, helm, check=False, diff=False, verbose=False, **opts):
@@ -88,7 +85,7 @@ def lab_release_restored(lab, api_client, helm_bins):
     if now["chart"] != last["chart"] or user_values(helm_bins["3"], lab) != values \
             or now["status"] != "deployed":
         release(lab, helm_bins["3"], chart_repo_url=lab["tensorfusion"]["chart_repo"],
-                chart_version=last["chart"].rsplit("-", 1)[1], values=values or None, **NO_OPENAPI)
+                chart_version=last["chart"].rsplit("-", 1)[1], values=values or None)
     if component_config(api_client)["hypervisor"]["image"] != image:
         set_hypervisor_image(lab, image)
 
@@ -112,8 +109,7 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     # keep_pools off: these upgrades revert the hand-made pool (as helm alone does), so that the
     # rollback to the snapshot has a componentConfig to bring back.
     cn = {"chart_repo_url": repo, "values_files": [repo + "/values-cn.yaml"],
-          "set_values": [{"value": "agent.agentId=", "value_type": "string"}], "keep_pools": False,
-          **NO_OPENAPI}
+          "set_values": [{"value": "agent.agentId=", "value_type": "string"}], "keep_pools": False}
     # Version 1 with the mainland-China values and local mode.
     run, res = release(lab, helm, chart_version=V1, **cn)
     assert run.rc == 0, res
@@ -143,8 +139,7 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
 
     # Check mode (and diff) towards version 1 without the cn values: history unchanged.
     before = history(helm, lab)
-    run, res = release(lab, helm, check=True, diff=True, chart_version=V1, chart_repo_url=repo,
-                       **NO_OPENAPI)
+    run, res = release(lab, helm, check=True, diff=True, chart_version=V1, chart_repo_url=repo)
     assert run.rc == 0, res
     assert res["changed"] is True
     assert history(helm, lab) == before
@@ -177,11 +172,10 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
 
 def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
         lab, api_client, helm, tmp_path, lab_release_restored):
-    """disable_openapi_validation, no_hooks and extra_args on the lab's API server (which, as any
-    v1.20, does not know the chart's internalTrafficPolicy): without the flag helm refuses, before
-    any write and in check mode too; with it the upgrade works (helm 4: client-side apply); a flag
-    outside the allow-list, the module's own or one this helm lacks is refused before any write; the
-    snapshot records the upgrade's flags and the rollback to it passes them, unasked."""
+    """disable_openapi_validation, no_hooks and extra_args reach helm (helm 4: client-side apply
+    with disable_openapi_validation); a flag outside the allow-list, the module's own or one this
+    helm lacks is refused before any write; the snapshot records the upgrade's flags and the
+    rollback to it passes them, unasked."""
     repo = lab["tensorfusion"]["chart_repo"]
     major = helm_major(helm)
     flags = {"disable_openapi_validation": True, "no_hooks": True,
@@ -195,10 +189,11 @@ def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
     assert run.task_results("Info")["bundles"][0]["helm_flags"] == recorded
     before = history(helm, lab)
 
-    # Without the flag: helm's schema check refuses the chart, in check mode as for real.
-    for check in (True, False):
-        run, res = release(lab, helm, check=check, chart_repo_url=repo, chart_version=V2)
-        assert run.rc != 0 and 'unknown field "internalTrafficPolicy"' in res["msg"], res
+    # Without the flag a current API server's schema takes the chart: check mode says it would
+    # change, and writes nothing.
+    run, res = release(lab, helm, check=True, chart_repo_url=repo, chart_version=V2)
+    assert run.rc == 0 and res["changed"] is True and "--disable-openapi-validation" not in res["command"], res
+    assert history(helm, lab) == before
     # Refused before any write, naming the option and the value.
     bad = [(["--namespace=elsewhere"], "extra_args: '--namespace=elsewhere' is a flag helm_release sets itself"),
            (["--frobnicate"], "extra_args: '--frobnicate' is not a helm upgrade or rollback flag"),
@@ -207,7 +202,7 @@ def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
                (["--force-conflicts"], "exists only in helm 4"))
     for extra, words in bad:
         run, res = release(lab, helm, chart_repo_url=repo, chart_version=V2, apply_crds=True,
-                           extra_args=extra, **NO_OPENAPI)
+                           extra_args=extra)
         assert run.rc != 0 and words in res["msg"], res
     assert history(helm, lab) == before
 
@@ -224,7 +219,7 @@ def test_helm_flags_reach_every_command_and_the_rollback_takes_the_snapshots(
     assert run.rc == 0 and res["changed"] is True and res["chart_version"] == V2, res
     assert "--disable-openapi-validation" in res["command"] and "--no-hooks" in res["command"]
     svc = client.CoreV1Api(api_client).read_namespaced_service("alert-manager", NS)
-    assert svc.spec.type == "ClusterIP"  # applied; the server dropped the field it does not know
+    assert svc.spec.type == "ClusterIP" and svc.spec.internal_traffic_policy == "Cluster"
     run, res = release(lab, helm, chart_repo_url=repo, chart_version=V2, **flags)
     assert run.rc == 0 and res["changed"] is False and res["command"] is None, res
 

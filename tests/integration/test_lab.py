@@ -1,7 +1,6 @@
 """The lab is real: a real controller-manager rolls Deployments, RBAC denies, the status
 subresource is enforced, custom resources do not crash the API server, and the kubelet stand-in's
 knobs behave. Every wait here is a watch with a deadline."""
-import base64
 import json
 import subprocess
 import time
@@ -13,7 +12,7 @@ from kubernetes.client.rest import ApiException
 
 from lab import cluster, procs
 
-from .helpers import deployment, wait_for
+from .helpers import deployment, service_account_token, wait_for
 from .settle import settle
 
 
@@ -45,12 +44,7 @@ def test_rollout_restart_completes_through_the_real_controller_manager(lab, api_
 
 
 def _sa_token(api_client, namespace, name):
-    core = client.CoreV1Api(api_client)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    sa = wait_for(core.list_namespaced_service_account, lambda s: s.metadata.name == name
-                  and s.secrets, namespace=namespace)
-    secret = core.read_namespaced_secret(sa.secrets[0].name, namespace)
-    return base64.b64decode(secret.data["token"]).decode()
+    return service_account_token(api_client, namespace, name)
 
 
 def _client_with_token(lab, token):

@@ -1,7 +1,6 @@
 """maintenance_lock end to end on the lab's API server: acquire, renew, a second acquirer fails
 with who and since when, release rules, check and diff mode, stale takeover, two concurrent
 ansible-playbook runs of which exactly one wins, and the optimistic-concurrency write itself."""
-import base64
 import threading
 import time
 import uuid
@@ -15,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 
 from .ansible_runner import run_playbook
-from .helpers import wait_for
+from .helpers import service_account_token
 
 TASK = "Change the lock"
 
@@ -264,9 +263,7 @@ def test_a_role_limited_to_get_and_update_on_the_one_lease_is_enough(lab, api_cl
         "metadata": {"name": sa_name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa_name},
         "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": lock_ns}]})
-    sa = wait_for(core.list_namespaced_service_account,
-                  lambda s: s.metadata.name == sa_name and s.secrets, namespace=lock_ns)
-    token = base64.b64decode(core.read_namespaced_secret(sa.secrets[0].name, lock_ns).data["token"]).decode()
+    token = service_account_token(api_client, lock_ns, sa_name, create=False)
     kubeconfig = {
         "apiVersion": "v1", "kind": "Config", "current-context": "sa",
         "clusters": [{"name": "lab", "cluster": {"server": lab["server"],

@@ -146,7 +146,6 @@ def test_runbook_without_one_rule_stops_before_any_change(
     settle(api_client)
     before = touched(api_client)
     run = guarded(kubeconfig, runbook, rbac, tmp_path, tfops_chart_version=tf.V2,
-                  tfops_helm_disable_openapi_validation=True,
                   tfops_secret_name="tf-cloud-vendor-credentials",
                   tfops_secret_string_data={"ak": "never-written", "sk": "never-written"})
     assert_forbidden_before_any_change(run, api_client, before, text)

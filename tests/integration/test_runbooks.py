@@ -35,7 +35,6 @@ def rb(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     tmp = tmp_path_factory.mktemp("runbooks")
     base = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")), "tfops_chart_repo": lab["tensorfusion"]["chart_repo"],
             "tfops_helm_binary": helm_bins["3"], "tfops_artifacts_dir": str(tmp / "artifacts"),
-            "tfops_helm_disable_openapi_validation": True,
             "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_verify_acceptance_pod": False}
     settle(api_client)
     before = tfc(api_client)

@@ -127,8 +127,7 @@ def test_no_secret_anywhere_and_everything_written_is_private(
             "audit_admin_kubeconfig": lab["kubeconfig"], "audit_rbac_dir": str(RBAC_DIR),
             "audit_emitted_kubeconfig": str(emitted),
             # upgrade.yml (check mode): the values of the chart step
-            "tfops_chart_version": chart_version, "tfops_values": values,
-            "tfops_helm_disable_openapi_validation": True}
+            "tfops_chart_version": chart_version, "tfops_values": values}
     temp_root = Path(tempfile.mkdtemp(prefix="tfops-audit-tmp-"))
     env = {"ANSIBLE_DEBUG": "0", "TMPDIR": str(temp_root), "ANSIBLE_LOCAL_TEMP": str(temp_root / "local"),
            "ANSIBLE_REMOTE_TEMP": str(temp_root / "remote")}

@@ -463,7 +463,7 @@ def _helm_upgrade_values(helm_bin, lab, tmp_path, values):
     path.write_text(_json.dumps(values))
     _helm(helm_bin, lab, "upgrade", "tensor-fusion-sys", "tensor-fusion", "--repo",
           lab["tensorfusion"]["chart_repo"], "--version", last["chart"].rsplit("-", 1)[1], "-n", NS,
-          "--reset-values", "-f", str(path), "--disable-openapi-validation")
+          "--reset-values", "-f", str(path))
 
 
 def test_helm_values_key_repointed_controller_verified_old_deleted(lab, api_client, helm_bins, tmp_path):

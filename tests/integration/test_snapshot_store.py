@@ -30,7 +30,7 @@ def runbook(lab, api_client, helm_bins, sa_kubeconfig, tmp_path):
     before = set(snapshot_secrets(api_client))
     yield {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")),
            "tfops_chart_repo": lab["tensorfusion"]["chart_repo"], "tfops_helm_binary": helm_bins["3"],
-           "tfops_helm_disable_openapi_validation": True, "tfops_verify_acceptance_pod": False,
+           "tfops_verify_acceptance_pod": False,
            "tfops_artifacts_dir": str(tmp_path / "artifacts")}
     for name in set(snapshot_secrets(api_client)) - before:
         client.CoreV1Api(api_client).delete_namespaced_secret(name, NS)

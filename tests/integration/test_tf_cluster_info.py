@@ -107,10 +107,10 @@ def test_fragile_business_workload_warnings(lab, api_client, ns):
     assert mine == ["WORKLOAD_NO_PDB", "WORKLOAD_NO_READINESS_PROBE", "WORKLOAD_SINGLE_REPLICA"]
     apps.patch_namespaced_deployment("llm", ns, {"spec": {"replicas": 2, "template": {"spec": {
         "containers": [{"name": "c", "readinessProbe": {"tcpSocket": {"port": 80}}}]}}}})
-    pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "llm"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llm"}}}}
     from kubernetes.dynamic import DynamicClient
-    DynamicClient(api_client).resources.get(api_version="policy/v1beta1", kind="PodDisruptionBudget") \
+    DynamicClient(api_client).resources.get(api_version="policy/v1", kind="PodDisruptionBudget") \
         .create(body=pdb, namespace=ns)
     res = info(lab)
     assert not [f for f in res["findings"] if f["object"] == f"deployment/{ns}/llm"]

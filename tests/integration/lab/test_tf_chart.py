@@ -1,9 +1,9 @@
 """The test chart from the lab's chart repository with real helm 3 and helm 4: the documented
-command verbatim (with values-cn.yaml and, as the real chart needs on this API server,
---disable-openapi-validation), upgrades that roll the hypervisors (new images and a new operator
-version), the TensorFusionCluster the chart owns, values that shape the controller (and both
-controller names found by the collection), Secrets that helm must not touch, and what helm 4's
-server-side apply does with a field the API server does not know."""
+command verbatim (with values-cn.yaml), helm's schema check against the API server's OpenAPI,
+upgrades that roll the hypervisors (new images and a new operator version), the
+TensorFusionCluster the chart owns, values that shape the controller (and both controller names
+found by the collection), Secrets that helm must not touch, and helm 4's server-side apply with
+field ownership."""
 import base64
 import json
 import os
@@ -17,8 +17,6 @@ from lab import tensorfusion as tf
 from .conftest import NS
 
 REL = tf.RELEASE
-# The chart's alert-manager Services set internalTrafficPolicy, which v1.20's OpenAPI lacks.
-NO_OPENAPI = "--disable-openapi-validation"
 
 
 def helm(state, major, *args, check=True):
@@ -34,8 +32,7 @@ def documented(state, major, *extra):
     tensor-fusion-sys tensor-fusion -f <url>/values-cn.yaml`, verbatim (plus ``extra``)."""
     repo = state["tensorfusion"]["chart_repo"]
     return helm(state, major, "upgrade", "--install", "--create-namespace", "--namespace", NS,
-                "--repo", repo, REL, "tensor-fusion", "-f", f"{repo}/values-cn.yaml", NO_OPENAPI,
-                *extra)
+                "--repo", repo, REL, "tensor-fusion", "-f", f"{repo}/values-cn.yaml", *extra)
 
 
 def release(state):
@@ -59,21 +56,17 @@ def history(state):
 
 
 @pytest.mark.parametrize("major", ["3", "4"])
-def test_the_chart_needs_disable_openapi_validation_here(tfx, tf_lab, major):
-    """As the real chart on Kubernetes 1.20: helm's client-side schema check refuses the
-    alert-manager Services' internalTrafficPolicy (server dry run included), nothing is written;
-    the API server itself drops the field it does not know."""
-    before = history(tf_lab)
+def test_helm_checks_the_chart_against_the_servers_schema(tfx, tf_lab, major):
+    """No flag needed on a current API server: helm checks the rendered chart against the
+    server's OpenAPI (a server-side dry run writes nothing), and the alert-manager Services'
+    internalTrafficPolicy, which Kubernetes 1.20 did not know, is a field it knows and stores."""
     repo = tf_lab["tensorfusion"]["chart_repo"]
-    for extra in ([], ["--dry-run=server"]):
-        res = helm(tf_lab, major, "upgrade", "--install", "-n", NS, "--repo", repo, REL,
-                   "tensor-fusion", "--version", tf.V2, *extra, check=False)
-        assert res.returncode != 0
-        assert 'unknown field "internalTrafficPolicy"' in res.stderr, res.stderr
+    args = ["upgrade", "--install", "-n", NS, "--repo", repo, REL, "tensor-fusion", "--version", tf.V1]
+    before = history(tf_lab)
+    helm(tf_lab, major, *args, "--dry-run=server")
     assert history(tf_lab) == before
     svc = tfx.core.read_namespaced_service("alert-manager", NS)
-    assert svc.spec.session_affinity == "None"
-    assert "internalTrafficPolicy" not in json.dumps(tfx.api.sanitize_for_serialization(svc))
+    assert svc.spec.internal_traffic_policy == "Cluster"
 
 
 def test_the_chart_owns_the_cluster_and_its_rolling_policy(tfx, tf_lab):
@@ -136,7 +129,7 @@ def test_documented_command_with_helm4_upgrades_to_latest(tfx, tf_lab, fast_gaps
 def test_helm3_back_to_previous_version(tfx, tf_lab, fast_gaps):
     before = tfx.wait_synced()["status"]["componentStatus"]["hypervisor"]
     helm(tf_lab, "3", "upgrade", "--install", "-n", NS, "--repo", tf_lab["tensorfusion"]["chart_repo"],
-         REL, "tensor-fusion", "--version", tf.V1, "--wait", "--reset-values", NO_OPENAPI)
+         REL, "tensor-fusion", "--version", tf.V1, "--wait", "--reset-values")
     assert release(tf_lab)["chart"] == f"tensor-fusion-{tf.V1}"
     assert controller(tfx).spec.template.spec.containers[0].image == \
         "tensorfusion/tensor-fusion-operator:2.16.0"
@@ -147,7 +140,7 @@ def test_helm3_back_to_previous_version(tfx, tf_lab, fast_gaps):
 def test_values_shape_the_controller(tfx, tf_lab):
     repo = tf_lab["tensorfusion"]["chart_repo"]
     common = ["upgrade", "--install", "-n", NS, "--repo", repo, REL, "tensor-fusion",
-              "--version", tf.V1, "--wait", NO_OPENAPI]
+              "--version", tf.V1, "--wait"]
     # The product docs' name for the controller: the collection must find it as well.
     helm(tf_lab, "3", *common, "--set", "controller.deploymentName=tensor-fusion-sys-controller-manager",
          "--set", "agent.agentId=agent-1", "--set", "imagePullSecrets[0].name=regcred",
@@ -198,8 +191,7 @@ def test_vendor_credentials_are_created_once_and_never_updated(tfx, tf_lab):
     assert sec.metadata.annotations["helm.sh/resource-policy"] == "keep"
     tfx.core.patch_namespaced_secret(name, NS, {"stringData": {"ak": "rotated-by-hand"}})
     helm(tf_lab, "3", "upgrade", "--install", "-n", NS, "--repo", tf_lab["tensorfusion"]["chart_repo"],
-         REL, "tensor-fusion", "--version", tf.V1, "--set", "cloudVendorCredentials.accessKey=new",
-         NO_OPENAPI)
+         REL, "tensor-fusion", "--version", tf.V1, "--set", "cloudVendorCredentials.accessKey=new")
     sec = tfx.core.read_namespaced_secret(name, NS)
     assert base64.b64decode(sec.data["ak"]) == b"rotated-by-hand"
 
@@ -211,26 +203,16 @@ def test_helm4_uninstall_then_fresh_install(tfx, tf_lab):
     tfx.core.read_namespaced_secret("tf-cloud-vendor-credentials", NS)
     args = ["upgrade", "--install", "--create-namespace", "-n", NS, "--repo",
             tf_lab["tensorfusion"]["chart_repo"], REL, "tensor-fusion", "--version", tf.V1, "--wait",
-            "--timeout", "120s", NO_OPENAPI]
-    # A fresh helm 4 release applies server-side, and server-side apply refuses a field the API
-    # server's schema lacks, whatever --disable-openapi-validation says (the real chart's
-    # internalTrafficPolicy on 1.20): the release fails.
-    res = helm(tf_lab, "4", *args, check=False)
-    assert res.returncode != 0 and "internalTrafficPolicy: field not declared in schema" in res.stderr, \
-        res.stderr
-    helm(tf_lab, "4", "uninstall", REL, "-n", NS, "--wait")
-    # Without those Services, server-side apply works and has field ownership: the kept
+            "--timeout", "120s"]
+    # A fresh helm 4 release applies server-side, with field ownership: the kept
     # TensorFusionCluster was edited by another field manager (the tests' client), so the apply
     # conflicts unless forced.
-    ssa = args + ["--set", "alert.enabled=false"]
-    res = helm(tf_lab, "4", *ssa, check=False)
+    res = helm(tf_lab, "4", *args, check=False)
     assert res.returncode != 0 and "conflict" in res.stderr, res.stderr
-    helm(tf_lab, "4", *ssa, "--force-conflicts")
+    helm(tf_lab, "4", *args, "--force-conflicts")
     assert release(tf_lab)["status"] == "deployed"
-    # Back to the whole chart: client-side apply (what helm_release selects with helm 4 when
-    # disable_openapi_validation is set).
-    helm(tf_lab, "4", *args, "--server-side=false", "--reset-values")
-    assert release(tf_lab)["status"] == "deployed"
+    svc = tfx.core.read_namespaced_service("alert-manager", NS)
+    assert svc.spec.internal_traffic_policy == "Cluster"
     tfx.apps.read_namespaced_stateful_set(f"{REL}-alert-manager", NS)
     tf.wait_pools_running(tf_lab, 60)
     tfx.wait_synced()

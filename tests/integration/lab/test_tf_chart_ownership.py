@@ -30,7 +30,7 @@ def runbook(tf_lab, tfx, tmp_path):
                   p["status"]["componentStatus"].get("hypervisorConfigSynced") is True, timeout=180)
     yield {"tfops_kubeconfig": tf_lab["kubeconfig"], "tfops_namespace": NS,
            "tfops_chart_repo": tf_lab["tensorfusion"]["chart_repo"], "tfops_chart_version": tf.V2,
-           "tfops_helm_binary": str(paths.helm_binary("3")), "tfops_helm_disable_openapi_validation": True,
+           "tfops_helm_binary": str(paths.helm_binary("3")),
            "tfops_snapshot_dir": str(tmp_path / "snapshots"), "tfops_artifacts_dir": str(tmp_path / "artifacts"),
            "tfops_verify_acceptance_pod": False}
     tfx.knobs(batchGapFloorSeconds=None)

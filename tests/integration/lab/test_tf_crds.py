@@ -1,5 +1,8 @@
 """The lab's CRDs (upstream's, CEL rules included) on the lab's API server: defaults, bounds,
 required fields, CEL validation, pruning."""
+import copy
+import json
+
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -56,10 +59,10 @@ def test_cel_rules_are_enforced_by_the_api_server(tfx, plural, kind, spec, refus
     """Upstream's CEL rules are in the lab's CRDs and the API server evaluates them: a write that
     breaks one is refused with upstream's message, and the same object within the rule is taken."""
     body = {"apiVersion": f"{G}/{V}", "kind": kind, "metadata": {"name": "crd-cel"},
-            "spec": {"poolName": "none", "resources": WORKLOAD_RESOURCES, **spec}}
+            "spec": {"poolName": "none", "resources": WORKLOAD_RESOURCES, **copy.deepcopy(spec)}}
     with pytest.raises(ApiException) as err:
         tfx.co.create_namespaced_custom_object(G, V, "default", plural, body)
-    assert err.value.status == 422 and refusal in err.value.body
+    assert err.value.status == 422 and refusal in json.loads(err.value.body)["message"]
     body["spec"]["gangScheduling"]["minMembers"] = 2
     body["spec"]["replicas"] = 2
     tfx.co.create_namespaced_custom_object(G, V, "default", plural, body)

@@ -24,15 +24,15 @@ def ns(tfx):
     except ApiException as exc:
         if exc.status != 409:
             raise
-    # Pods are admitted only once the namespace's default ServiceAccount has its token.
-    def token():
+    # Pods are admitted only once the namespace's default ServiceAccount exists.
+    def default_sa():
         try:
-            return tfx.core.read_namespaced_service_account("default", NSX).secrets
+            return tfx.core.read_namespaced_service_account("default", NSX)
         except ApiException as exc:
             if exc.status != 404:
                 raise
             return None
-    tfx.until(token, what="default ServiceAccount token")
+    tfx.until(default_sa, what="the default ServiceAccount")
     return NSX
 
 

@@ -563,9 +563,9 @@ def stored_chart_upgrade(helm, kube, name, namespace, revision, values, descript
     Refused for a chart with dependencies: helm does not store them with a release.
 
     With --disable-openapi-validation: that chart was deployed on this cluster already, and helm
-    rollback, for which this stands in, checks nothing against the OpenAPI schema either (an old
-    API server does not know every field a chart sets, such as a Service's internalTrafficPolicy
-    on Kubernetes 1.20); the API server still validates what it receives. The apply method stays
+    rollback, for which this stands in, checks nothing against the OpenAPI schema either (an API
+    server older than the chart may not know every field it sets); the API server still validates
+    what it receives. The apply method stays
     the release's (helm 4 --server-side=auto): a release with such fields exists only if it was
     applied client-side."""
     stored = stored_release(kube, name, namespace, revision)
