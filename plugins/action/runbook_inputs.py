@@ -31,6 +31,6 @@ class ActionModule(InProcessModuleAction):
                     value = self._templar.template(task_vars[variable.name])
                 except AnsibleError as exc:  # a variable whose own template fails: refused by name
                     value = "<cannot be templated: %s>" % exc.message
-                (secret if variable.secret else given)[variable.name] = value
+                (secret if variable.is_secret(value) else given)[variable.name] = value
             self._task.args = dict(args, variables=given, secret_variables=secret)
         return super().run(tmp, task_vars)

@@ -127,7 +127,7 @@ def test_every_problem_is_reported_at_once():
     found = problems("upgrade", tfops_batch_percentage=0, tfops_on_deadline="explode", tfops_region="mars")
     assert [p.split(":")[0] for p in found] == ["tfops_region", "tfops_batch_percentage", "tfops_on_deadline"]
     text = inputs.message(found)
-    assert text.startswith("3 inputs refused; nothing was written (the run stopped before its lock): ")
+    assert text.startswith("3 inputs refused before anything was written (no lock, no change): ")
 
 
 @pytest.mark.parametrize("playbook, given", [
@@ -190,9 +190,11 @@ def test_secret_values_never_reach_a_message():
 
 
 def test_the_secret_variables_are_marked():
-    marked = sorted(v.name for v in inputs.SPEC if v.secret)
+    marked = sorted(v.name for v in inputs.SPEC if v.is_secret({"a": "b"}))
     assert marked == ["tfops_kubeconfig", "tfops_secret_data", "tfops_secret_string_data",
                       "tfops_snapshot_signing_key", "tfops_values"]
+    # A kubeconfig is a secret given inline, not as a path (a refusal shows the path).
+    assert not inputs.BY_NAME["tfops_kubeconfig"].is_secret("/home/me/.kube/config")
 
 
 def test_every_variable_in_the_readme_is_specified():

@@ -27,6 +27,12 @@ def argument_spec(**module_options):
     return spec
 
 
+# A no_log value this short is no secret, and masking it would make every message that holds
+# its letters unreadable (a nested {user: a} refused as Secret content masks each "a" of the
+# message); no_log options themselves are still shown as a whole as VALUE_SPECIFIED_IN_NO_LOG_PARAMETER.
+MIN_MASKED = 3
+
+
 class TfopsAnsibleModule(AnsibleModule):
     """AnsibleModule that hides a dict kubeconfig's credentials before anything is logged:
     AnsibleModule.__init__ writes the invocation to syslog before it returns."""
@@ -34,13 +40,19 @@ class TfopsAnsibleModule(AnsibleModule):
     def _log_invocation(self):
         for value in kubeconfig_secrets(self.params.get("kubeconfig")):
             self.no_log_values.add(value)
+        drop_short_no_log_values(self)
         super()._log_invocation()
+
+
+def drop_short_no_log_values(module):
+    module.no_log_values.difference_update([v for v in module.no_log_values if len(v) < MIN_MASKED])
 
 
 def new_module(module_options, **kwargs):
     module = TfopsAnsibleModule(argument_spec=argument_spec(**module_options), **kwargs)
     for value in kubeconfig_secrets(module.params.get("kubeconfig")):
         module.no_log_values.add(value)  # also when invocation logging is switched off
+    drop_short_no_log_values(module)
     return module
 
 

@@ -270,17 +270,21 @@ def timezone(value, name):
 # ---- the specification ------------------------------------------------------------------------
 class Variable:
     """A runbook variable: the runbooks that read it, its check, whether it may hold a secret
-    (then it never reaches a result or a log) and whether blank is a value of its own."""
+    (then it never reaches a result or a log; ``"mapping"``: only when it is one, as a kubeconfig
+    given inline) and whether blank is a value of its own."""
 
     def __init__(self, name, runbooks, check, secret=False, blank_is_value=False, required=()):
         self.name, self.runbooks, self.check = name, runbooks, check
         self.secret, self.blank_is_value, self.required = secret, blank_is_value, required
 
+    def is_secret(self, value):
+        return isinstance(value, dict) if self.secret == "mapping" else bool(self.secret)
+
 
 V = Variable
 SPEC = [
     # The cluster, the Python, the release (every runbook).
-    V("tfops_kubeconfig", ALL, kubeconfig, secret=True),
+    V("tfops_kubeconfig", ALL, kubeconfig, secret="mapping"),
     V("tfops_context", ALL, text),
     V("tfops_python_interpreter", ALL, executable),
     V("tfops_in_process", ALL, boolean),
@@ -470,5 +474,5 @@ RULES = (_window, _region, _secret)
 
 
 def message(problems):
-    return ("%d input%s refused; nothing was written (the run stopped before its lock): %s" % (
+    return ("%d input%s refused before anything was written (no lock, no change): %s" % (
         len(problems), "" if len(problems) == 1 else "s", "; ".join(problems)))

@@ -8,6 +8,8 @@ preflight that follows (and listed in ``unchecked``)."""
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     Forbidden,
@@ -33,7 +35,8 @@ def run_inputs(ctx):
     given.update(params.get("secret_variables") or {})
     checked, problems = inputs.check(params["playbook"], given)
     unchecked = []
-    if params["cluster"]:
+    connection = [p for p in problems if p.startswith(("tfops_kubeconfig", "tfops_context"))]
+    if params["cluster"] and not connection:
         try:
             with ctx.connected():
                 task = ClusterInputs(ctx, params)
@@ -42,7 +45,7 @@ def run_inputs(ctx):
         except TfopsError as exc:  # no cluster to read: said with the other problems, if any
             problems.append("the cluster cannot be read (tfops_kubeconfig, tfops_context or the "
                             "K8S_AUTH_* environment): %s" % exc.msg)
-    names = sorted(set(n for n in inputs.BY_NAME if any(p.startswith(n) for p in problems)))
+    names = sorted(set(n for p in problems for n in re.findall(r"tfops_[a-z0-9_]+", p) if n in inputs.BY_NAME))
     if problems:
         raise InvalidInput(inputs.message(problems), refused=names, problems=problems, unchecked=unchecked)
     return dict(changed=False, checked=sorted(checked), unchecked=unchecked, refused=[],
