@@ -48,10 +48,21 @@ def is_lab_folder(state_dir: Path) -> bool:
     return (Path(state_dir) / MARKER).exists()
 
 
+# The source tree this lab belongs to: ansible-galaxy collection build packs every file of it that
+# is not ignored, and a state folder holds the lab's private keys, token file and kubeconfigs.
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
 def claim(state_dir: Path) -> None:
     """Make ``state_dir`` the lab's: a new or empty folder gets the marker; a folder with other
-    content and no marker is not ours to fill or to delete later."""
+    content and no marker is not ours to fill or to delete later; a folder inside the repository
+    is refused (its keys and tokens would ship in the collection artifact)."""
     state_dir = Path(state_dir)
+    resolved = state_dir.resolve()
+    if resolved == REPOSITORY or REPOSITORY in resolved.parents:
+        raise LabError(f"{state_dir} is inside the repository {REPOSITORY}: a lab's state (private keys, "
+                       "token file, kubeconfigs) there would be packed into the collection artifact; "
+                       "pick a folder outside it for --state")
     if state_dir.exists() and not is_lab_folder(state_dir) and any(state_dir.iterdir()):
         raise LabError(f"{state_dir} is not empty and is not a lab state folder (no {MARKER}); "
                        "pick an empty or new folder for --state")

@@ -27,3 +27,14 @@ def test_down_removes_a_marked_folder_and_ignores_a_missing_one(tmp_path):
     cluster.down(folder)
     assert not folder.exists()
     cluster.down(tmp_path / "never-made")
+
+
+@pytest.mark.parametrize("inside", [".", "lab-state", "tests/output/lab"])
+def test_up_refuses_a_state_folder_inside_the_repository(inside):
+    """#36: ansible-galaxy collection build packs every file it does not ignore; a state folder in
+    the tree would ship the lab's keys and token file."""
+    folder = state.REPOSITORY / inside
+    existed = folder.exists()
+    with pytest.raises(LabError, match="is inside the repository"):
+        state.claim(folder)
+    assert folder.exists() == existed
