@@ -10,6 +10,12 @@
   code blocks, prose) that starts in one of the source tree's top-level folders or leaves the tree
   (../) is resolved from the collection's root and must be a shipped file or folder.
 
+- it carries no credentials: no private key (a PEM ``PRIVATE KEY`` block), no kubeconfig (a file
+  named kubeconfig, ``*.kubeconfig``, or a data file that is one: ``kind: Config`` with clusters
+  and users), no token (``tokens.csv``, ``token``, ``*.token``, a service-account JWT) and no lab
+  state folder (its marker ``.tfops-lab-state``): ansible-galaxy collection build packs every file
+  that is not ignored, such as a lab started with its state inside the tree.
+
 Prints every problem and exits 1 when there is any. SOURCE_TREE (default: the current folder, a
 git checkout) names the top-level entries of the source tree, which tell a path from other text.
 """
@@ -83,18 +89,50 @@ def link_problems(page, text, names, source_top_level):
     return problems
 
 
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")
+_YAML_KUBECONFIG = [re.compile(p, re.M) for p in (r"^kind:\s*[\"']?Config[\"']?\s*$", r"^clusters:", r"^users:")]
+_JSON_KUBECONFIG = [re.compile(p) for p in (r'"kind"\s*:\s*"Config"', r'"clusters"\s*:', r'"users"\s*:')]
+TOKEN_NAMES = {"tokens.csv", "token", "kubeconfig"}
+LAB_MARKER = ".tfops-lab-state"  # lab/state.py
+
+
+def credential_problems(name, data):
+    """What a shipped file (its path and bytes) gives away: a key, a kubeconfig, a token."""
+    base = posixpath.basename(name)
+    problems = []
+    if base == LAB_MARKER:
+        problems.append("%s: a lab state folder is shipped (its keys, token file and kubeconfigs)" % name)
+    if base in TOKEN_NAMES or base.endswith((".token", ".kubeconfig")):
+        problems.append("%s: a token or kubeconfig file is shipped" % name)
+    text = data.decode("utf-8", errors="replace")
+    if _PRIVATE_KEY.search(text):
+        problems.append("%s holds a private key" % name)
+    if _JWT.search(text):
+        problems.append("%s holds a token (a JWT)" % name)
+    if not base.endswith(".py") and (all(p.search(text) for p in _YAML_KUBECONFIG)
+                                     or all(p.search(text) for p in _JSON_KUBECONFIG)):
+        problems.append("%s is a kubeconfig" % name)
+    return problems
+
+
 def pages(names):
     return sorted(n for n in names if n == "README.md" or (n.startswith("docs/") and n.endswith(".md")))
 
 
 def check(artifact, source_tree="."):
+    secrets = []
     with tarfile.open(artifact) as tar:
         names = shipped_names(tar.getnames())
         texts = {page: tar.extractfile(page).read().decode("utf-8") for page in pages(names)}
+        for member in tar.getmembers():
+            if member.isfile():
+                name = member.name[2:] if member.name.startswith("./") else member.name
+                secrets += credential_problems(name, tar.extractfile(member).read())
     listed = subprocess.run(["git", "ls-files"], cwd=source_tree, check=True, capture_output=True,
                             text=True).stdout.split()
     source_top_level = {n.split("/", 1)[0] for n in listed}
-    problems = top_level_problems(names)
+    problems = top_level_problems(names) + secrets
     for page, text in texts.items():
         problems += link_problems(page, text, names, source_top_level)
     return problems

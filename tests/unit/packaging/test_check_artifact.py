@@ -4,6 +4,8 @@ import importlib.util
 import io
 import subprocess
 import tarfile
+
+import pytest
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "check_artifact.py"
@@ -76,3 +78,30 @@ def test_references_to_what_is_not_shipped_are_named(tmp_path):
 def test_pages_outside_readme_and_docs_are_not_checked(tmp_path):
     files = dict(MINIMAL, **{"README.md": "", "roles/rbac/README.md": "`tests/x`"})
     assert check_artifact.check(artifact(tmp_path, files), source_tree(tmp_path)) == []
+
+
+KUBECONFIG_YAML = ("apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {server: https://x}\n"
+                   "users:\n- name: admin\n  user: {token: abc}\n")
+
+
+@pytest.mark.parametrize("name, text, problem", [
+    ("lab-state/.tfops-lab-state", "created by python -m lab up", "a lab state folder is shipped"),
+    ("lab-state/pki/ca.key", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", "holds a private key"),
+    ("roles/x/files/sa.key", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", "holds a private key"),
+    ("lab-state/tokens.csv", "abc,admin,uid,system:masters\n", "a token or kubeconfig file is shipped"),
+    ("lab-state/kubeconfig", KUBECONFIG_YAML, "a token or kubeconfig file is shipped"),
+    ("playbooks/files/prod.yml", KUBECONFIG_YAML, "is a kubeconfig"),
+    ("extensions/x.json", '{"apiVersion": "v1", "kind": "Config", "clusters": [], "users": []}', "is a kubeconfig"),
+    ("docs/x.md", "token: eyJhbGciOiJSUzI1NiIsImtpZCI6.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZp.c2lnbmF0dXJlLXBhcnQ", "holds a token (a JWT)"),
+])
+def test_credentials_in_the_artifact_are_named(tmp_path, name, text, problem):
+    """#36: a lab started with its state inside the tree shipped its keys and token file."""
+    path = artifact(tmp_path, dict(MINIMAL, **{"README.md": "", name: text}))
+    found = check_artifact.check(path, source_tree(tmp_path))
+    assert any(name in p and problem in p for p in found), found
+
+
+def test_code_that_builds_a_kubeconfig_is_no_kubeconfig(tmp_path):
+    code = 'CONFIG = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": []}\n'
+    path = artifact(tmp_path, dict(MINIMAL, **{"README.md": "", "plugins/module_utils/k.py": code}))
+    assert not [p for p in check_artifact.check(path, source_tree(tmp_path)) if "k.py" in p]
