@@ -71,4 +71,4 @@ def fill(state, gpus_per_node=8, pods=9000, workloads=2000, threads=8):
         list(pool.map(deployment, range(workloads)))
         list(pool.map(pod, range(pods)))
     api.close()
-    tf.wait_pools_running(state, timeout=900)
+    tf.wait_settled(state, timeout=900)

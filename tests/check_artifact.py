@@ -8,7 +8,9 @@
 - the shipped README.md and docs/**/*.md refer only to files the artifact ships: every relative
   Markdown link (resolved from the page's folder) and every path written in the text (code spans,
   code blocks, prose) that starts in one of the source tree's top-level folders or leaves the tree
-  (../) is resolved from the collection's root and must be a shipped file or folder.
+  (../) is resolved from the collection's root and must be a shipped file or folder - except
+  the two source-tree commands README.md names for a newcomer (SOURCE_TREE_COMMANDS), which
+  README.md alone may name and must name, as commands of the source tree.
 
 - it carries no credentials: no private key (a PEM ``PRIVATE KEY`` block), no kubeconfig (a file
   named kubeconfig, ``*.kubeconfig``, or a data file that is one: ``kind: Config`` with clusters
@@ -31,6 +33,9 @@ ALLOWED_TOP_LEVEL = {
 }
 REQUIRED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "COPYING", "meta", "plugins", "roles",
                       "playbooks"}
+
+# README.md's two commands of the source tree (not shipped): the main job on the lab, every test.
+SOURCE_TREE_COMMANDS = ("demo/run.sh", "tests/run-all.sh")
 
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -70,6 +75,10 @@ def _resolve(base_dir, target):
 def link_problems(page, text, names, source_top_level):
     """The references of one page (its path in the artifact, its text) to what is not shipped."""
     problems = []
+    commands = SOURCE_TREE_COMMANDS if page == "README.md" else ()
+    for command in commands:
+        if "`%s`" % command not in text:
+            problems.append("%s does not name the source tree's command %s" % (page, command))
     text = _URL.sub(" ", text)
     for target in _MD_LINK.findall(text):
         target = target.split("#", 1)[0]
@@ -80,6 +89,8 @@ def link_problems(page, text, names, source_top_level):
             problems.append("%s links to %s, which the artifact does not ship" % (page, target))
     for path in _PATH.findall(_MD_LINK.sub("]", text)):
         path = path.rstrip(".")
+        if path in commands:
+            continue
         first = path.split("/", 1)[0]
         if first != ".." and first not in source_top_level:
             continue

@@ -20,16 +20,30 @@ sys.path.insert(0, str(COLLECTIONS_ROOT))
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS_ROOT)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "smoke: the version matrix's smoke set (precheck, the upgrade runbook, a "
+                   "rotation, a rollback), run with -m smoke on each minor of TFOPS_TEST_KUBE_VERSION")
+
+
+def kube_version():
+    """The Kubernetes minor the session's labs run: TFOPS_TEST_KUBE_VERSION, else the lab's
+    default (tests/run-all.sh runs the smoke set on the oldest and newest minors this way)."""
+    return os.environ.get("TFOPS_TEST_KUBE_VERSION") or paths.DEFAULT_KUBE_MINOR
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """The session's lab: a dict with server, token, kubeconfig, state_dir, nodes, tensorfusion.
-    TFOPS_TEST_LAB_STATE reuses a running lab (started with ``up --tensorfusion --nodes 10``)."""
+    """The session's lab: a dict with server, token, kubeconfig, state_dir, nodes, tensorfusion,
+    on Kubernetes ``kube_version()``. TFOPS_TEST_LAB_STATE reuses a running lab (started with
+    ``up --tensorfusion --nodes 10``)."""
     state_dir = Path(os.environ.get("TFOPS_TEST_LAB_STATE") or
                      tmp_path_factory.mktemp("lab-state", numbered=True))
     reuse = bool(os.environ.get("TFOPS_TEST_LAB_STATE"))
     # TensorFusion (CRDs, chart v1, operator double, webhook) on 10 GPU nodes: enough for the
     # 20 %-batch examples of docs/operator-behaviour.md 3.3, small enough for 2 cores.
-    state = cluster.up(state_dir, nodes=10, cpu_nodes=1, addons=[tf.addon()])
+    state = cluster.up(state_dir, nodes=10, cpu_nodes=1, addons=[tf.addon()],
+                       kube_version=kube_version())
     yield state
     if not reuse:
         cluster.down(state_dir)

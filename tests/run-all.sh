@@ -54,6 +54,15 @@ rm -rf "$build_dir"
 step "unit and integration tests (integration against the lab)"
 python -m pytest -p no:cacheprovider --durations=30 tests/unit tests/integration "$@"
 
+# The oldest and newest Kubernetes minors the lab builds (lab/paths.py MATRIX_KUBE_MINORS): the
+# smoke set (precheck, the upgrade runbook, a rotation, a rollback) on a lab of each; the
+# binaries are built once and cached like the default release's.
+for minor in $(python -c 'from lab import paths; print(*paths.MATRIX_KUBE_MINORS)'); do
+  step "version matrix: the smoke set on Kubernetes $minor"
+  python -m lab install --kube-version "$minor"
+  TFOPS_TEST_KUBE_VERSION=$minor python -m pytest -p no:cacheprovider -m smoke tests/integration "$@"
+done
+
 step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
 tests/molecule.sh
 printf '\n==== all tests passed in %s ====\n' "$(elapsed)"

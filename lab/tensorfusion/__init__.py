@@ -186,32 +186,65 @@ def _check_alive(state: Dict) -> None:
                                     f"{rec['name']}.log")
 
 
-def wait_pools_running(state: Dict, timeout: float) -> None:
-    """Watch (no polling) until the TensorFusionCluster and every GPUPool are Running."""
+COMPONENTS = ("hypervisor", "worker", "client")
+
+
+def unsettled(tfcs: List[Dict], pools: List[Dict]) -> List[str]:
+    """What keeps TensorFusion from being settled, one line each (empty: settled): a cluster or
+    pool that is not Running, and a component campaign in progress - the in-progress annotation
+    set and not synced, or a hash not synced although its autoUpdate is on (what the collection's
+    precheck refuses as ROLLOUT_IN_PROGRESS / COMPONENT_NOT_SYNCED)."""
+    waiting = []
+    if not pools:
+        waiting.append("no GPUPool yet")
+    for kind, items in (("TensorFusionCluster", tfcs), ("GPUPool", pools)):
+        for item in items:
+            phase = (item.get("status") or {}).get("phase") or "no phase"
+            if phase != "Running":
+                waiting.append(f"{kind} {item['metadata']['name']} is {phase}")
+    for pool in pools:
+        name = pool["metadata"]["name"]
+        status = (pool.get("status") or {}).get("componentStatus") or {}
+        annotations = pool["metadata"].get("annotations") or {}
+        policy = (((pool.get("spec") or {}).get("nodeManagerConfig") or {})
+                  .get("nodePoolRollingUpdatePolicy") or {})
+        for comp in COMPONENTS:
+            synced = bool(status.get(f"{comp}ConfigSynced"))
+            campaign = annotations.get(f"tensor-fusion.ai/{comp}-update-in-progress", "")
+            auto = bool(policy.get(f"autoUpdate{comp.capitalize()}"))
+            progress = status.get(f"{comp}UpdateProgress") or 0
+            if campaign and not synced:
+                waiting.append(f"GPUPool {name}: {comp} campaign {campaign} at {progress}%")
+            elif status.get(comp) and auto and not synced:
+                waiting.append(f"GPUPool {name}: {comp} not synced ({progress}%)")
+    return waiting
+
+
+def wait_settled(state: Dict, timeout: float) -> None:
+    """Watch (no polling) until TensorFusion has settled (``unsettled`` is empty): every
+    TensorFusionCluster and GPUPool Running and no component campaign in progress, so that the
+    first change made on a new lab does not meet the chart's first hypervisor campaign."""
     from kubernetes import client, watch
     api = _clients(state)
     co = client.CustomObjectsApi(api)
     deadline = time.monotonic() + timeout
-    phases: Dict[str, str] = {}
+    waiting: List[str] = ["nothing read yet"]
     try:
         while time.monotonic() < deadline:
             _check_alive(state)
-            for plural in ("tensorfusionclusters", "gpupools"):
-                for item in co.list_cluster_custom_object("tensor-fusion.ai", "v1", plural)["items"]:
-                    phases[f"{plural}/{item['metadata']['name']}"] = \
-                        (item.get("status") or {}).get("phase", "")
-            if any(k.startswith("gpupools/") for k in phases) and \
-                    all(p == "Running" for p in phases.values()):
+            tfcs = co.list_cluster_custom_object("tensor-fusion.ai", "v1", "tensorfusionclusters")
+            pools = co.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools")
+            waiting = unsettled(tfcs["items"], pools["items"])
+            if not waiting:
                 return
-            listing = co.list_cluster_custom_object("tensor-fusion.ai", "v1", "gpupools")
             w = watch.Watch()
-            # Short watches: the TensorFusionCluster turns Running just after its pools.
-            for ev in w.stream(co.list_cluster_custom_object, "tensor-fusion.ai", "v1", "gpupools",
-                               resource_version=listing["metadata"]["resourceVersion"],
-                               timeout_seconds=max(1, min(3, int(deadline - time.monotonic())))):
-                if (ev["object"].get("status") or {}).get("phase") == "Running":
-                    w.stop()  # re-check everything once something became Running
-        raise TensorFusionError(f"pools not Running after {timeout:.0f}s: {phases}")
+            # Short watches of the pools: the TensorFusionCluster turns Running just after them.
+            for _ in w.stream(co.list_cluster_custom_object, "tensor-fusion.ai", "v1", "gpupools",
+                              resource_version=pools["metadata"]["resourceVersion"],
+                              timeout_seconds=max(1, min(3, int(deadline - time.monotonic())))):
+                w.stop()  # re-check everything once a pool changed
+        raise TensorFusionError(f"TensorFusion not settled after {timeout:.0f}s: "
+                                + "; ".join(waiting))
     finally:
         api.close()
 
@@ -220,7 +253,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
           namespace: str = NAMESPACE) -> List[Dict]:
     """Install the CRDs, start the chart repository, the webhook and the operator double, install
     chart ``chart_version`` with helm 3 into ``namespace`` (the release's and the operator's) and
-    wait until every pool is Running. Appends the process records to ``state['processes']`` and
+    wait until TensorFusion has settled (``wait_settled``). Appends the process records to ``state['processes']`` and
     the details to ``state['tensorfusion']``; returns the records it started. Called on a running
     lab, it makes TensorFusion an add-on of that lab (recorded in ``state['addons']``), as
     ``cluster.up`` does for the add-ons it starts."""
@@ -263,7 +296,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
                    ctx=ssl.create_default_context(cafile=str(state_dir / "pki" / "ca.crt")))
         started.append(start_operator(state))
         helm_install(state, chart_version)
-        wait_pools_running(state, timeout)
+        wait_settled(state, timeout)
     finally:
         api.close()
     return started

@@ -3,6 +3,7 @@ subresource is enforced, custom resources do not crash the API server, and the k
 knobs behave. Every wait here is a watch with a deadline."""
 import json
 import subprocess
+import sys
 import time
 import uuid
 
@@ -276,3 +277,44 @@ def test_a_pod_whose_start_falls_into_an_outage_starts_once_the_api_server_is_ba
     finally:
         core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
     settle(api_client)
+
+
+def test_the_lab_runs_the_kubernetes_and_etcd_it_was_built_for(lab, kubectl_bin):
+    """kubectl version says the release the lab built (paths.DEFAULT_KUBE_MINOR), not v0.0.0: the
+    build's version ldflags reach the server; etcd says 3.6 on its own /version endpoint."""
+    from lab import paths
+    out = subprocess.run([kubectl_bin, "--kubeconfig", lab["kubeconfig"], "version", "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    server = json.loads(out)["serverVersion"]
+    release = paths.kube_release()
+    assert server["gitVersion"] == f"v{release}" == f"v{lab['kube_version']}"
+    assert (server["major"], server["minor"]) == tuple(release.split(".")[:2])
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{lab['ports']['etcd']}/version", timeout=5) as resp:
+        etcd = json.loads(resp.read())
+    assert etcd["etcdserver"] == paths.ETCD_VERSION and etcd["etcdserver"].startswith("3.6.")
+
+
+def test_up_with_tensorfusion_returns_only_when_it_has_settled(tmp_path):
+    """What the demo does on a fresh machine (python -m lab up --tensorfusion, then the upgrade
+    runbook at once): when up returns, every pool is Running and no component campaign is in
+    progress, so the runbook's precheck does not meet the chart's first hypervisor campaign."""
+    from kubernetes import config
+    from lab import tensorfusion as tf
+    state_dir = tmp_path / "settled-lab"
+    subprocess.run([sys.executable, "-m", "lab", "--state", str(state_dir), "up", "--tensorfusion",
+                    "--nodes", "6"], check=True, capture_output=True, text=True)
+    try:
+        api = config.new_client_from_config(str(state_dir / "kubeconfig"))
+        co = client.CustomObjectsApi(api)
+        items = {plural: co.list_cluster_custom_object("tensor-fusion.ai", "v1", plural)["items"]
+                 for plural in ("tensorfusionclusters", "gpupools")}
+        assert tf.unsettled(items["tensorfusionclusters"], items["gpupools"]) == []
+        pods = client.CoreV1Api(api).list_namespaced_pod(
+            tf.NAMESPACE, label_selector="tensor-fusion.ai/component=hypervisor").items
+        assert len(pods) == 6 and all(
+            any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+            for p in pods)
+        api.close()
+    finally:
+        cluster.down(state_dir)

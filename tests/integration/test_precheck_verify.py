@@ -2,6 +2,7 @@
 clear reason when not (a stopped controller; no webhook), and leave nothing behind."""
 import uuid
 
+import pytest
 from kubernetes import client
 
 from .ansible_runner import run_playbook
@@ -18,6 +19,7 @@ def scratch_namespaces(api_client):
             if n.metadata.name.startswith("tfops-acceptance") and n.metadata.deletion_timestamp is None]
 
 
+@pytest.mark.smoke
 def test_healthy_lab_passes_both_roles_and_leaves_nothing(lab, api_client):
     settle(api_client)
     run = roles(lab)

@@ -193,6 +193,7 @@ def at_2_18_0(rb, api_client, first_upgrade):  # pylint: disable=unused-argument
     lab_at(rb, api_client, "2.18.0", batch=10)
 
 
+@pytest.mark.smoke
 def test_upgrade_end_to_end_then_a_second_run_changes_nothing(first_upgrade, second_run, api_client):
     run = first_upgrade
     assert run.rc == 0, run.stdout[-3000:]
@@ -433,6 +434,7 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
         cluster.down(state_dir)
 
 
+@pytest.mark.smoke
 def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client, upgraded, v1_snapshot):
     run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=v1_snapshot["path"]), timeout=900)
     assert run.rc == 0, run.stdout[-3000:]

@@ -403,6 +403,7 @@ def test_discovery_finds_the_workloads_and_bad_input_changes_nothing(lab, api_cl
     assert "db" in names and not [n for n in names if n.startswith("db-")]
 
 
+@pytest.mark.smoke
 def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tmp_path):
     """The runbook as people run it (by its collection name): lock, precheck, rotation, verify,
     report; the second run changes nothing; the report holds no value."""

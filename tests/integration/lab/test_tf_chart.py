@@ -214,5 +214,5 @@ def test_helm4_uninstall_then_fresh_install(tfx, tf_lab):
     svc = tfx.core.read_namespaced_service("alert-manager", NS)
     assert svc.spec.internal_traffic_policy == "Cluster"
     tfx.apps.read_namespaced_stateful_set(f"{REL}-alert-manager", NS)
-    tf.wait_pools_running(tf_lab, 60)
+    tf.wait_settled(tf_lab, 60)
     tfx.wait_synced()

@@ -41,14 +41,16 @@ def source_tree(tmp_path, top_level=("lab", "tests", "docs", "roles", "playbooks
 
 def test_a_clean_artifact_passes(tmp_path):
     readme = ("See [the runbooks](playbooks/precheck.yml), `roles/rbac/files/`, "
-              "https://example.org/tests/x and group/tensorfusion.ops.tfops.\n")
+              "https://example.org/tests/x and group/tensorfusion.ops.tfops.\n"
+              "From the source tree: `demo/run.sh` and `tests/run-all.sh`.\n")
     page = "The files: [here](../../roles/rbac/files/precheck.yml), `plugins/modules/`.\n"
     path = artifact(tmp_path, dict(MINIMAL, **{"README.md": readme, "docs/rbac/README.md": page}))
     assert check_artifact.check(path, source_tree(tmp_path)) == []
 
 
 def test_unlisted_and_missing_top_level_entries_are_named(tmp_path):
-    files = dict(MINIMAL, **{"README.md": "", ".ansible/collections/x": "", "lab/up.py": ""})
+    files = dict(MINIMAL, **{"README.md": "`demo/run.sh`, `tests/run-all.sh`",
+                             ".ansible/collections/x": "", "lab/up.py": ""})
     del files["COPYING"]
     problems = check_artifact.check(artifact(tmp_path, files), source_tree(tmp_path))
     assert problems == [
@@ -62,21 +64,24 @@ def test_references_to_what_is_not_shipped_are_named(tmp_path):
     readme = ("[design](../shared/docs/design.md) [demo](demo/run.sh)\n"
               "Run `tests/run-all.sh`; the design is in `../shared/docs/design.md`.\n"
               "```bash\nsource tests/env.sh\npython -m lab up\n```\n")
-    page = "[the tests](../tests/x) [fine](../playbooks/precheck.yml) `playbooks/missing.yml`\n"
+    page = ("[the tests](../tests/x) [fine](../playbooks/precheck.yml) `playbooks/missing.yml`\n"
+            "Only README.md may name `tests/run-all.sh`.\n")
     path = artifact(tmp_path, dict(MINIMAL, **{"README.md": readme, "docs/guide.md": page}))
     assert check_artifact.check(path, source_tree(tmp_path)) == [
+        "README.md does not name the source tree's command demo/run.sh",
         "README.md links to ../shared/docs/design.md, which the artifact does not ship",
         "README.md links to demo/run.sh, which the artifact does not ship",
-        "README.md refers to tests/run-all.sh, which the artifact does not ship",
         "README.md refers to ../shared/docs/design.md, which the artifact does not ship",
         "README.md refers to tests/env.sh, which the artifact does not ship",
         "docs/guide.md links to ../tests/x, which the artifact does not ship",
         "docs/guide.md refers to playbooks/missing.yml, which the artifact does not ship",
+        "docs/guide.md refers to tests/run-all.sh, which the artifact does not ship",
     ]
 
 
 def test_pages_outside_readme_and_docs_are_not_checked(tmp_path):
-    files = dict(MINIMAL, **{"README.md": "", "roles/rbac/README.md": "`tests/x`"})
+    readme = "`demo/run.sh`, `tests/run-all.sh`"
+    files = dict(MINIMAL, **{"README.md": readme, "roles/rbac/README.md": "`tests/x`"})
     assert check_artifact.check(artifact(tmp_path, files), source_tree(tmp_path)) == []
 
 
