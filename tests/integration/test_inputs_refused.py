@@ -175,7 +175,7 @@ def test_a_bad_runbook_variable_is_refused_before_anything_is_written(refused_ru
     # Its report says so, and is local only.
     report = run.task_results("Write the report", host)
     assert report["status"] == "failed" and report["report_ref"] is None and report["dir"], report
-    assert json.loads((Path(report["dir"]) / "report.json").read_text())["error"]["step"] == "inputs"
+    assert json.loads((Path(report["dir"]) / "report.json").read_text())["error"]["step"] == "preflight"
     # Not one object written: no Lease, no report ConfigMap, no snapshot, no chart revision.
     assert changed == {}, changed
 

@@ -14,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.pla
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 # Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
-BOOKKEEPING = frozenset(["inputs", "preflight", "lock", "window", "precheck", "snapshot", "verify",
+BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
                          "verify_after_rollback", "unlock", "report"])
 MAX_WARNINGS = 50
 NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
