@@ -55,7 +55,9 @@ def test_precheck_runs_for_an_inventory_host(inventory):
 @pytest.mark.parametrize("playbook, extra", [
     ("tensorfusion.ops.upgrade", {"tfops_hosts": HOST, "tfops_chart_version": "1.8.7"}),
     ("tensorfusion.ops.rollback", {"tfops_hosts": HOST}),
-    ("tensorfusion.ops.rotate_secret", {"tfops_hosts": HOST}),
+    # Inputs its preflight accepts (#36: every variable is checked before the lock): a Secret that exists.
+    ("tensorfusion.ops.rotate_secret", {"tfops_hosts": HOST, "tfops_secret_name": "tf-cloud-vendor-credentials",
+                                        "tfops_secret_string_data": {"token": "never-written"}}),
     ("tensorfusion.ops.fleet_upgrade", {"tfops_fleet_hosts": HOST, "tfops_chart_version": "1.8.7"}),
 ])
 def test_a_changing_runbook_reaches_its_window_for_an_inventory_host(inventory, playbook, extra):
