@@ -110,6 +110,60 @@ def selector_matches(selector, node_labels) -> bool:
     return False
 
 
+ISOLATION_FLAGS = ("--isolation-mode", "--isolation-policy")
+
+
+def _flag_value(args, flag):
+    """The value of ``flag`` in a container's args (``--flag=v`` or ``--flag v``), or None."""
+    args = list(args or [])
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1:]
+        if arg == flag:
+            return args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("-") else None
+    return None
+
+
+def isolation_args(args, mode, policy):
+    """The hypervisor container's args with its isolation mode and policy set (replaced where
+    the template has them, appended otherwise); the template's other args stay."""
+    out, skip = [], False
+    for i, arg in enumerate(args or []):
+        if skip:
+            skip = False
+            continue
+        flag = next((f for f in ISOLATION_FLAGS if arg == f or arg.startswith(f + "=")), None)
+        if flag is None:
+            out.append(arg)
+        elif arg == flag:
+            skip = i + 1 < len(args) and not args[i + 1].startswith("-")
+    return out + [f"--isolation-mode={mode}", f"--isolation-policy={policy.lower()}"]
+
+
+def isolation_configured(pod, mode, policy) -> bool:
+    """Whether a hypervisor Pod runs with this isolation mode and policy (its first container's
+    args); the GPUNode controller replaces one that does not (docs/operator-behaviour.md 4.1)."""
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    args = containers[0].get("args")
+    got = _flag_value(args, "--isolation-policy")
+    return _flag_value(args, "--isolation-mode") == mode and got is not None and \
+        got.lower() == policy.lower()
+
+
+L_VENDOR = "tensor-fusion.ai/hardware-vendor"
+DRIVER_UPGRADE = "nvidia.com/gpu-driver-upgrade-state"
+
+
+def node_vendor(pool_spec, gpunode) -> str:
+    """The vendor whose ProviderConfig revision a node's hypervisor hash takes: a single-vendor
+    pool's defaultVendor wins (a node's vendor label may be stale after a vendor change), a
+    multi-vendor pool goes by the node's label; NVIDIA when nothing says."""
+    nm = (pool_spec or {}).get("nodeManagerConfig") or {}
+    if not nm.get("multiVendorNodeSelector") and nm.get("defaultVendor"):
+        return nm["defaultVendor"]
+    return labels(gpunode).get(L_VENDOR) or nm.get("defaultVendor") or "NVIDIA"
+
+
 def quantity_gi(n: float) -> str:
     return f"{int(n)}Gi"
 
@@ -154,7 +208,7 @@ class Controllers:
             self._add_finalizer("tfc", tfc)
         if not status.get("phase"):
             self._tfc_status(tfc, {"phase": "Pending", "conditions": [
-                self._cond("Ready", False, "NewCreation", "new TensorFusionCluster")]})
+                self._cond("Ready", False, "NewCreation")]})
         changed = False
         wanted = {}
         for gp in (tfc.get("spec") or {}).get("gpuPools") or []:
@@ -189,27 +243,29 @@ class Controllers:
         if changed:
             # New or changed pools may select other Nodes: the pool's write-through (an event
             # like any other, see Operator.cache) enqueues them.
-            self._tfc_status(tfc, {"phase": "Updating"})
+            self._tfc_status(tfc, {"phase": "Updating", "conditions": [
+                self._cond("Ready", False, "ResourcesUpdated")]})
             return 3.0
         pools = [self.store.get("pool", n) for n in wanted]
         not_ready = [n for n, p in zip(wanted, pools)
                      if not p or (p.get("status") or {}).get("phase") != "Running"]
         if not_ready or len(owned) != len(wanted):
             retry = int(status.get("retryCount") or 0) + 1
+            # As upstream: a reason but no message, and "StillChecking" for every checked
+            # condition, the true ones too.
             self._tfc_status(tfc, {
                 "phase": "Updating", "retryCount": retry, "conditions": [
-                    self._cond("Ready", False, "ResourcesUpdated", "GPU pools are not ready"),
-                    self._cond("GPUPoolReady", False, "StillChecking",
-                               f"not ready: {', '.join(not_ready) or 'pool count differs'}"),
-                    self._cond("TimeSeriesDatabaseReady", True, "CheckPassed", "")]})
+                    self._cond("Ready", False, "ResourcesUpdated"),
+                    self._cond("GPUPoolReady", False, "StillChecking"),
+                    self._cond("TimeSeriesDatabaseReady", True, "StillChecking")]})
             # Jittered exponential backoff of 3-60 s; pool events come in earlier anyway.
             return min(60.0, 3.0 * 2 ** min(retry, 5)) * random.uniform(0.8, 1.2)
         st = [p.get("status") or {} for p in pools]
         self._tfc_status(tfc, {
             "phase": "Running", "retryCount": 0, "conditions": [
-                self._cond("Ready", True, "CheckPassed", ""),
-                self._cond("GPUPoolReady", True, "CheckPassed", ""),
-                self._cond("TimeSeriesDatabaseReady", True, "CheckPassed", "")],
+                self._cond("Ready", True, "CheckPassed"),
+                self._cond("GPUPoolReady", True, "CheckPassed"),
+                self._cond("TimeSeriesDatabaseReady", True, "CheckPassed")],
             "totalPools": len(pools), "readyGPUPools": list(wanted), "notReadyGPUPools": [],
             "totalNodes": sum(s.get("totalNodes") or 0 for s in st),
             "totalGPUs": sum(s.get("totalGPUs") or 0 for s in st),
@@ -221,19 +277,23 @@ class Controllers:
             "availableVRAM": quantity_gi(sum(gibibytes(s.get("availableVRAM")) for s in st))})
         return None
 
-    def _cond(self, typ, ok, reason, message):
+    def _cond(self, typ, ok, reason, message=""):
         return {"type": typ, "status": "True" if ok else "False", "reason": reason,
                 "message": message, "lastTransitionTime": now_iso()}
 
     def _tfc_status(self, tfc, fields):
         cur = tfc.get("status") or {}
         if "conditions" in fields:
-            # keep lastTransitionTime when a condition did not change
+            # As meta.SetStatusCondition: each given condition replaces the one of its type
+            # (its lastTransitionTime kept unless its status changed); the others stay.
             old = {c.get("type"): c for c in cur.get("conditions") or []}
-            for c in fields["conditions"]:
+            given = {c["type"]: c for c in fields["conditions"]}
+            for c in given.values():
                 o = old.get(c["type"])
-                if o and o.get("status") == c["status"] and o.get("reason") == c["reason"]:
+                if o and o.get("status") == c["status"]:
                     c["lastTransitionTime"] = o.get("lastTransitionTime", c["lastTransitionTime"])
+            fields = {**fields, "conditions": [given.pop(c.get("type"), c) for c in
+                                               cur.get("conditions") or []] + list(given.values())}
         if all(cur.get(k) == v for k, v in fields.items()):
             return
         self.api.patch("tfc", meta(tfc)["name"], {"status": fields}, status=True)
@@ -262,6 +322,8 @@ class Controllers:
     def reconcile_node(self, name):
         node = self.store.get("node", name)
         gpunode = self.store.get("gpunode", name)
+        if node is not None and (node.get("spec") or {}).get("unschedulable"):
+            return None  # a cordoned Node is left as it is: no GPUNode made or removed for it
         pool = None
         if node is not None and not deleting(node):
             for p in sorted(self.store.values("pool"), key=lambda p: meta(p)["name"]):
@@ -271,8 +333,9 @@ class Controllers:
                     break
         if gpunode is None and pool is not None:
             pname = meta(pool)["name"]
+            vendor = {L_VENDOR: labels(node)[L_VENDOR]} if labels(node).get(L_VENDOR) else {}
             body = {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNode", "metadata": {
-                "name": name, "labels": {L_OWNER: pname, pool_label(pname): "true"},
+                "name": name, "labels": {L_OWNER: pname, pool_label(pname): "true", **vendor},
                 "ownerReferences": [owner_ref(pool, "GPUPool")], "finalizers": [FINALIZER]},
                 "spec": {"manageMode": "AutoSelect"}}
             # Born without status (the status subresource drops it on create); its first
@@ -290,9 +353,7 @@ class Controllers:
         """The per-node Pod hash; ``memo`` shares it between the nodes of one pool reconcile
         (it depends on the node only through its vendor and its resolved isolation mode)."""
         spec = pool.get("spec") or {}
-        nm = spec.get("nodeManagerConfig") or {}
-        vendor = labels(gpunode).get("tensor-fusion.ai/hardware-vendor") or \
-            nm.get("defaultVendor", "NVIDIA")
+        vendor = node_vendor(spec, gpunode)
         mode = self.isolation_mode(pool, meta(gpunode)["name"])
         if memo is not None and (vendor, mode) in memo:
             return memo[(vendor, mode)]
@@ -303,8 +364,24 @@ class Controllers:
         return h
 
     def isolation_mode(self, pool, node_name):
+        """The mode the hypervisor runs in: under the dynamic policy always soft (the scheduler
+        picks each GPU's mode then, so node rules neither select nor roll hypervisors), else the
+        node's first matching rule or the pool's default."""
+        if self.isolation_policy == hashes.DYNAMIC:
+            return "soft"
         node = self.store.get("node", node_name)
         return hashes.resolve_isolation_mode(pool.get("spec") or {}, labels(node) if node else {})
+
+    def policy_update_pending(self, pool) -> bool:
+        """Whether the pool's recorded hypervisor hash is not (yet) the static-policy hash of its
+        spec, or not synced: a Running node with outdated isolation args then waits for the
+        rollout instead of losing its Pod at once. Under the dynamic policy the recorded hash
+        is the dynamic one, so this always holds there."""
+        cs = (pool.get("status") or {}).get("componentStatus") or {}
+        static = hashes.hypervisor_pool_hash(pool.get("spec") or {},
+                                             annotations(pool).get(A_REVISIONS, ""),
+                                             self.operator_version, "static")
+        return cs.get("hypervisor") != static or not cs.get("hypervisorConfigSynced")
 
     def reconcile_gpunode(self, name):
         gn = self.store.get("gpunode", name)
@@ -314,6 +391,8 @@ class Controllers:
         pod = self.store.get("pod", pod_key)
         gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
         if deleting(gn):
+            if (gn.get("status") or {}).get("phase") != "Destroying":
+                self.api.patch("gpunode", name, {"status": {"phase": "Destroying"}}, status=True)
             if pod is not None and not deleting(pod):
                 self.api.delete("pod", pod_key)
             for g in gpus:
@@ -334,16 +413,25 @@ class Controllers:
         pname = meta(pool)["name"]
         node = self.store.get("node", name)
         phase = (gn.get("status") or {}).get("phase") or "Pending"
+        upgrading = node is not None and labels(node).get(DRIVER_UPGRADE) not in (
+            None, "", "upgrade-done")
+        if node is None or upgrading or not node_ready(node):
+            # No hypervisor work on a NotReady node or during a driver upgrade, and no phase
+            # change either: a Running GPUNode stays Running while its Node is NotReady (its
+            # Pod may be marked not Ready meanwhile). Only a Pod that never got to Running on a
+            # NotReady node is removed. The Node's next event brings the GPUNode back. Logged,
+            # as an outage's aftermath is judged by what the double saw.
+            if node is not None and not upgrading and pod is not None and not deleting(pod) \
+                    and (pod.get("status") or {}).get("phase") != "Running":
+                self.api.delete("pod", pod_key, uid=meta(pod).get("uid"))
+            if not (gn.get("status") or {}).get("phase"):
+                self._set_node_phase(gn, "Pending", gpus)  # never without a phase
+            self._note(f"gpunode {name}", "hypervisor reconcile skipped: node %s" % (
+                "absent" if node is None else "in a driver upgrade" if upgrading
+                else "not Ready"))
+            return None
         desired = self.node_hash(pool, gn)
         if pod is None:
-            if node is None or not node_ready(node) or labels(node).get(
-                    "nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
-                # Skipped on a NotReady node or during a driver upgrade; the Node's event brings
-                # it back. Logged, as an outage's aftermath is judged by what the double saw.
-                self._note(f"gpunode {name}", "hypervisor Pod creation skipped: node %s" % (
-                    "absent" if node is None else "not Ready" if not node_ready(node)
-                    else "in a driver upgrade"))
-                return None
             delay = self.knobs.slow_node_delay(name)
             if delay > 0:
                 nb = self.create_not_before.setdefault(name, time.monotonic() + delay)
@@ -356,6 +444,13 @@ class Controllers:
                 gpus = [g for g in self.store.values("gpu") if labels(g).get(L_OWNER) == name]
             self.api.create("pod", self.hypervisor_pod(pool, gn, node, desired))
             return self._set_node_phase(gn, "Pending", gpus)
+        if not isolation_configured(pod, self.isolation_mode(pool, name), self.isolation_policy):
+            # Isolation args from another mode or policy: a Running node waits for the pool's
+            # rollout to select it while one is due, any other node loses its Pod now.
+            if not (phase == "Running" and self.policy_update_pending(pool)):
+                if not deleting(pod):
+                    self.api.delete("pod", pod_key, uid=meta(pod).get("uid"))
+                return None
         if deleting(pod):
             return None  # the kubelet confirms the deletion; its event brings us back
         stopped = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
@@ -419,22 +514,21 @@ class Controllers:
         spec = pool.get("spec") or {}
         hv = (spec.get("componentConfig") or {}).get("hypervisor") or {}
         tmpl = ((hv.get("podTemplate") or {}).get("template")) or {}
-        tspec = json.loads(json.dumps(tmpl.get("spec") or {}))
-        containers = tspec.get("containers") or []
+        # The template's containers, or bare ones when their count does not fit enableVector
+        # (the same rule the hash follows, hashes.hypervisor_containers).
+        tspec = json.loads(json.dumps(hashes.hypervisor_template_spec(hv)))
+        containers = tspec["containers"]
         vector = bool(hv.get("enableVector"))
-        if len(containers) != (2 if vector else 1):
-            # The code default when the template's container count is wrong.
-            containers = [{"name": "tensorfusion-hypervisor"}] + ([{"name": "vector"}] if vector
-                                                                  else [])
         if vector:
-            containers[1] = {**containers[1], "image": hv.get("vectorImage") or
-                             "docker.io/timberio/vector:latest-alpine"}
+            # An empty vectorImage (or hypervisor image) leaves the template's own image.
+            containers[1] = {**containers[1], "image": hv.get("vectorImage") or containers[1].get(
+                "image") or "docker.io/timberio/vector:latest-alpine"}
         port = hv.get("portNumber", hashes.GO_DEFAULT_PORT)
         mode = self.isolation_mode(pool, meta(gn)["name"])
         c0 = dict(containers[0])
-        c0.update({"image": hv.get("image") or "tensorfusion/tensor-fusion-hypervisor:latest",
-                   "args": [f"--isolation-mode={mode}",
-                            f"--isolation-policy={self.isolation_policy}"],
+        c0.update({"image": hv.get("image") or c0.get("image") or
+                   "tensorfusion/tensor-fusion-hypervisor:latest",
+                   "args": isolation_args(c0.get("args"), mode, self.isolation_policy),
                    "ports": [{"name": "http", "containerPort": port}]})
         c0.setdefault("readinessProbe", {"httpGet": {"path": "/readyz", "port": port},
                                          "initialDelaySeconds": 5, "periodSeconds": 15})
@@ -471,7 +565,9 @@ class Controllers:
             self._add_finalizer("pool", pool)
         pool = self._ensure_revisions(pool)
         live = [n for n in nodes if not deleting(n)]
-        self._pool_capacity(pool, live)
+        # Capacity and phase count every GPUNode of the pool, one being deleted too (it is
+        # Destroying, so the pool is Updating until it is gone); the rollouts only live ones.
+        self._pool_capacity(pool, nodes)
         spec = pool.get("spec") or {}
         if not spec.get("componentConfig"):
             log.error("pool %s: missing componentconfig in pool spec", name)

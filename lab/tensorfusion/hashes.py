@@ -12,6 +12,13 @@ They change if and only if what upstream hashes changes (``internal/utils/compos
 - client: the injection (client image), ``operatorEndpoint``, ``patchToPod``, ``patchToContainer``.
 ``template.metadata`` (labels, annotations) enters no hash, so changing it starts no rollout.
 
+The hypervisor's rendered spec starts from the template's spec, except its container list: the
+operator expects exactly two containers with ``enableVector`` (the hypervisor and the vector
+sidecar) and exactly one without, and when the template has another number it throws the
+template's containers away and starts from bare, named ones (``hypervisor_containers``). Their
+environment, resources and probes are then neither rendered nor hashed, so a change made only
+there starts no rollout (docs/operator-behaviour.md 3.1).
+
 The values are the lab's own; nothing may compare them with upstream hashes. The pool-wide
 hypervisor hash and the per-node Pod hash differ by construction, as upstream.
 """
@@ -44,12 +51,35 @@ def template_spec(component: dict) -> dict:
     return (((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {}
 
 
+# The container names the operator gives the list it builds itself (its code defaults).
+HYPERVISOR_CONTAINER, VECTOR_CONTAINER = "tensorfusion-hypervisor", "vector"
+
+
+def hypervisor_containers(hv: dict) -> list:
+    """The hypervisor Pod's container list before the operator fills it in: the template's own
+    list when it has the count ``enableVector`` calls for (2 with the vector sidecar, 1
+    without), else a list of bare containers with the code's default names, the template's
+    containers dropped whole (their env, resources, probes, security context)."""
+    containers = template_spec(hv).get("containers") or []
+    vector = bool((hv or {}).get("enableVector"))
+    if len(containers) == (2 if vector else 1):
+        return containers
+    return [{"name": HYPERVISOR_CONTAINER}] + ([{"name": VECTOR_CONTAINER}] if vector else [])
+
+
+def hypervisor_template_spec(hv: dict) -> dict:
+    """``podTemplate.template.spec`` with the container list the operator keeps
+    (``hypervisor_containers``); the other fields of the spec (volumes, pull secrets,
+    tolerations, ...) stay as the template has them."""
+    return {**template_spec(hv), "containers": hypervisor_containers(hv)}
+
+
 def hypervisor_rendered_spec(spec: dict, operator_version: str) -> dict:
     """What the operator renders into the hypervisor Pod spec (AddTFHypervisorConfAfterTemplate)."""
     hv = _component(spec, "hypervisor")
     vector = bool(hv.get("enableVector"))
     return {
-        "podSpec": template_spec(hv),
+        "podSpec": hypervisor_template_spec(hv),
         "image": hv.get("image", ""),
         "port": hv.get("portNumber", GO_DEFAULT_PORT),
         "enableVector": vector,

@@ -16,8 +16,18 @@ from typing import Dict, List, Optional
 
 COMPONENTS = ("hypervisor", "worker", "client")
 PENDING_RECHECK_SECONDS = 3.0   # PendingRequeueDuration upstream
-DEFAULT_GAP_FLOOR_SECONDS = 3.0  # the minimum requeue after a completed batch upstream
+# Upstream requeues a pool at least this long after a completed batch (PendingRequeueDuration
+# again), yet the next batch is due as soon as batchInterval has passed since the batch's
+# whole-second stamp: any event of the pool wakes it earlier, its own status write included.
+BATCH_REQUEUE_SECONDS = 3.0
+# The lab's floor under every gap (knob batchGapFloorSeconds): 0 is upstream's timing; the
+# double's default of 3 s keeps a campaign slow enough for tests to catch it between batches
+# (docs/operator-behaviour.md, differences between the double and upstream).
+DEFAULT_GAP_FLOOR_SECONDS = 3.0
 DEFAULT_INTERVAL_SECONDS = 1.0
+# An unparsable batch time fails the reconcile upstream (retried with back-off): the campaign
+# stalls. The double retries it this often.
+BAD_TIME_RETRY_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -65,12 +75,21 @@ def rfc3339(now: float) -> str:
     return datetime.fromtimestamp(int(now), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
+
+
 def parse_rfc3339(text: str) -> Optional[float]:
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=timezone.utc).timestamp()
-    except (TypeError, ValueError):
+    """Epoch seconds of an RFC 3339 time (``Z`` or an offset, fractions allowed, as Go's
+    time.Parse takes it), or None."""
+    match = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    if not match:
         return None
+    zone = "+00:00" if match.group(3) == "Z" else match.group(3)
+    try:
+        base = datetime.fromisoformat(match.group(1) + zone).timestamp()
+    except ValueError:
+        return None
+    return base + (float("0" + match.group(2)) if match.group(2) else 0.0)
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -128,7 +147,8 @@ def manage_update(cur: ComponentState, new_hash: str, policy: Policy, res: Resou
                   now: float, gap_floor: float = DEFAULT_GAP_FLOOR_SECONDS,
                   recheck_after: float = PENDING_RECHECK_SECONDS) -> Decision:
     """One reconcile of one component (``ManageUpdate``). ``res`` is only looked at from step 5 on,
-    exactly where upstream lists the objects."""
+    exactly where upstream lists the objects. ``gap_floor``: the lab's floor under the gap
+    between batches (0: upstream's, where only batchInterval counts)."""
     gap = max(policy.interval, gap_floor)
     changed = cur.hash != new_hash
     annotations = None
@@ -152,6 +172,9 @@ def manage_update(cur: ComponentState, new_hash: str, policy: Policy, res: Resou
     else:
         state = cur
         last = parse_rfc3339(cur.last_time) if cur.last_time else None
+        if cur.last_time and last is None:                                   # 4. bad stamp
+            return Decision(requeue_after=BAD_TIME_RETRY_SECONDS,
+                            note="batch-update-last-time is no RFC 3339 time: stalled")
         if last is not None and now < last + gap:                           # 4. batch gap
             return Decision(requeue_after=last + gap - now, note="waiting for batch interval")
     # 5. Objects of the component.
@@ -174,7 +197,8 @@ def manage_update(cur: ComponentState, new_hash: str, policy: Policy, res: Resou
             return Decision(status=state,
                             annotations={"in_progress": state.in_progress,
                                          "last_time": state.last_time},
-                            requeue_after=gap, note=f"batch done, progress {progress}")
+                            requeue_after=max(gap, BATCH_REQUEUE_SECONDS),
+                            note=f"batch done, progress {progress}")
         state = replace(state, progress=100, synced=True, in_progress="", last_time="")
         return Decision(status=state, annotations={"in_progress": "", "last_time": ""},
                         note="all batch update has completed")

@@ -136,3 +136,53 @@ def test_the_pool_policy_has_upstreams_defaults_and_no_autoupdate():
     assert "autoUpdate" not in policy and "default" not in policy["autoUpdateHypervisor"]
     assert policy["batchPercentage"] == {"type": "integer", "format": "int32", "default": 100,
                                          "minimum": 0, "maximum": 100}
+
+
+def with_hypervisor_template(containers, enable_vector=False, **spec_fields):
+    spec = copy.deepcopy(SPEC)
+    hv = spec["componentConfig"]["hypervisor"]
+    hv["enableVector"] = enable_vector
+    hv["podTemplate"] = {"template": {"spec": {"containers": containers, **spec_fields}}}
+    return spec
+
+
+HV_ONE = [{"name": "tensor-fusion-hypervisor", "env": [{"name": "TF_LOG_LEVEL", "value": "info"}]}]
+VERSION_ENV = {"name": "TFOPS_SECRET_VERSION_X", "value": "uid-1:2"}
+
+
+def with_env(containers, env):
+    return [dict(c, env=list(c.get("env") or []) + [env]) for c in containers]
+
+
+def test_a_template_whose_container_count_fits_enable_vector_is_hashed_with_its_containers():
+    base = both_hypervisor_hashes(with_hypervisor_template(HV_ONE))
+    assert both_hypervisor_hashes(with_hypervisor_template(with_env(HV_ONE, VERSION_ENV))) != base
+    two = HV_ONE + [{"name": "vector", "env": []}]
+    base = both_hypervisor_hashes(with_hypervisor_template(two, enable_vector=True))
+    moved = with_hypervisor_template(with_env(two, VERSION_ENV), enable_vector=True)
+    assert both_hypervisor_hashes(moved) != base
+
+
+def test_containers_are_dropped_when_their_count_does_not_fit_enable_vector():
+    """With the vector sidecar the operator wants two containers, without it one; another
+    number and it builds the list itself: the template's env (a licence, a rotation's Secret
+    version) is then neither in the Pods nor in the hash."""
+    for containers, vector in ((HV_ONE, True), (HV_ONE * 2, False), ([], False), ([], True)):
+        base = both_hypervisor_hashes(with_hypervisor_template(containers, vector))
+        marked = with_hypervisor_template(with_env(containers, VERSION_ENV), vector)
+        assert both_hypervisor_hashes(marked) == base, (len(containers), vector)
+        # The rest of the spec still counts.
+        pulled = with_hypervisor_template(containers, vector, imagePullSecrets=[{"name": "r2"}])
+        assert both_hypervisor_hashes(pulled)[0] != base[0]
+        assert both_hypervisor_hashes(pulled)[1] != base[1]
+    # Switching enableVector on over a one-container template drops that container too.
+    assert hashes.hypervisor_containers(with_hypervisor_template(HV_ONE, True)[
+        "componentConfig"]["hypervisor"]) == [{"name": "tensorfusion-hypervisor"}, {"name": "vector"}]
+    assert hashes.hypervisor_containers(with_hypervisor_template([], False)[
+        "componentConfig"]["hypervisor"]) == [{"name": "tensorfusion-hypervisor"}]
+
+
+def test_a_template_without_containers_hashes_as_the_code_default_list():
+    """No podTemplate at all and a template with an empty spec render the same Pod."""
+    bare = copy.deepcopy(SPEC)
+    assert both_hypervisor_hashes(bare) == both_hypervisor_hashes(with_hypervisor_template([]))

@@ -224,3 +224,35 @@ def test_policy_defaults_when_absent_and_maintenance_fields_ignored():
                                           ("10", 1.0), ("3 s", 1.0)])
 def test_parse_duration_like_go(text, seconds):
     assert rollout.parse_duration(text) == pytest.approx(seconds)
+
+
+def test_with_no_floor_the_next_batch_is_due_once_the_interval_has_passed():
+    """Upstream: after a batch the pool is requeued after max(interval, 3 s), but any event of the
+    pool (its own status write is one) finds the next batch due once batchInterval has passed
+    since the whole-second stamp. The lab's floor (default 3 s) holds it longer."""
+    done = manage_update(ComponentState("h", 0, False, "h", ""), "h", Policy(True, 20, 1.0),
+                         Resources(10, 2, stale=NODES10[2:]), T0 + 0.7, gap_floor=0.0)
+    assert done.status.progress == 20 and done.annotations["last_time"] == rollout.rfc3339(T0)
+    assert done.requeue_after == 3.0
+    state = replace(done.status, last_time=done.annotations["last_time"])
+    res = Resources(10, 2, stale=NODES10[2:])
+    d = manage_update(state, "h", Policy(True, 20, 1.0), res, T0 + 0.9, gap_floor=0.0)
+    assert d.update == [] and d.requeue_after == pytest.approx(0.1)
+    assert manage_update(state, "h", Policy(True, 20, 1.0), res, T0 + 1.0, gap_floor=0.0).update \
+        == NODES10[2:4]
+    # The double's default floor: 3 s from the stamp, whatever the interval.
+    assert manage_update(state, "h", Policy(True, 20, 1.0), res, T0 + 1.0).requeue_after == \
+        pytest.approx(2.0)
+    assert manage_update(state, "h", Policy(True, 20, 1.0), res, T0 + 3.0).update == NODES10[2:4]
+
+
+def test_a_batch_time_that_is_no_rfc3339_time_stalls_the_campaign():
+    res = Resources(10, 2, stale=NODES10[2:])
+    d = manage_update(ComponentState("h", 20, False, "h", "yesterday"), "h", Policy(True, 20, 1.0),
+                      res, T0 + 100)
+    assert not d.update and d.status is None and d.annotations is None and d.requeue_after > 0
+    # Go's RFC 3339 with an offset or fractions is a time like any other.
+    for stamp in ("2027-01-15T16:00:00+08:00", "2027-01-15T08:00:00.250Z"):
+        d = manage_update(ComponentState("h", 20, False, "h", stamp), "h", Policy(True, 20, 1.0),
+                          res, rollout.parse_rfc3339("2027-01-15T08:00:10Z"))
+        assert d.update == NODES10[2:4], stamp
