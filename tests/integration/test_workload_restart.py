@@ -143,5 +143,5 @@ def test_unknown_name_fails_before_any_write(lab, api_client, ns):
     before = ready_deployment(api_client, ns, "web", replicas=1).metadata.resource_version
     run, res = restart(lab, namespace=ns, name="nope")
     assert run.rc != 0
-    assert "get deployments/nope failed" in res["msg"] and "not found" in res["msg"]
+    assert res["msg"] == "Deployment %s/nope does not exist" % ns  # #36: it read "get deployments/nope failed: ... not found"
     assert client.AppsV1Api(api_client).read_namespaced_deployment("web", ns).metadata.resource_version == before

@@ -64,6 +64,14 @@ def named(name, check, *args):
         raise InvalidInput("%s: %s" % (name, exc.msg))
 
 
+def returning(check):
+    """A check made of a validator (``check(value, name)``, which raises or not): the value as given."""
+    def checked(value, name):
+        check(value, name)
+        return value
+    return checked
+
+
 def text(value, name):
     if not isinstance(value, str):
         raise InvalidInput("%s: %s, not text" % (name, values.kind_of(value)))
@@ -109,19 +117,13 @@ def object_name(value, name):
     return value
 
 
-def go_duration(value, name):
-    durations.go_duration_seconds(value, name)
-    return value
-
-
-def window_duration(value, name):
-    windows.parse_duration(value, name)
-    return value
-
-
-def image(value, name):
-    rollout.validate_image(None, None, value, name)
-    return value
+go_duration = returning(durations.go_duration_seconds)
+window_duration = returning(windows.parse_duration)
+image = returning(lambda value, name: rollout.validate_image(None, None, value, name))
+timezone = returning(lambda value, name: named(name, windows.get_zone, value))
+secret_data = returning(lambda value, name: secret_plan.check_content(value, name, encoded=True))
+secret_string_data = returning(secret_plan.check_content)
+secret_name = returning(secret_plan.check_name)
 
 
 def mapping(value, name):
@@ -245,26 +247,6 @@ def consumers(value, name):
     for index, consumer in enumerate(value):
         secret_plan.validate_consumer(consumer, index, name)
     return list(value)
-
-
-def secret_data(value, name):
-    secret_plan.check_content(value, name, encoded=True)
-    return value
-
-
-def secret_string_data(value, name):
-    secret_plan.check_content(value, name)
-    return value
-
-
-def secret_name(value, name):
-    secret_plan.check_name(value, name)
-    return value
-
-
-def timezone(value, name):
-    named(name, windows.get_zone, value)
-    return value
 
 
 # ---- the specification ------------------------------------------------------------------------
