@@ -122,8 +122,8 @@ class ClusterInputs(Task):
             cluster = None if isinstance(item, str) else item.get("cluster")
             candidates = [c for c in clusters or [] if cluster in (None, c["metadata"]["name"])]
             if not any(rollout.pool_index(c, name) is not None for c in candidates):
-                missing.append("tfops_pools[%d]: no pool %s%s" % (index, name, " in TensorFusionCluster %s" % cluster
-                                                                   if cluster else ""))
+                where = " in TensorFusionCluster %s" % cluster if cluster else ""
+                missing.append("tfops_pools[%d]: no pool %s%s" % (index, name, where))
         if not missing:
             return None
         known = ["%s (GPUPool %s-%s)" % (e.get("name"), c["metadata"]["name"], e.get("name"))
