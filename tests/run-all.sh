@@ -18,8 +18,10 @@ step() { printf '\n==== %s (at %s) ====\n' "$*" "$(elapsed)"; }
 step "lab: install (cached after the first run)"
 python -m lab install
 
-step "test tools from Debian (shellcheck for sanity)"
-command -v shellcheck >/dev/null || { apt-get update -q && apt-get install -y -q shellcheck; }
+step "test tools from Debian (shellcheck for sanity, rsync for tests/stage-collection.sh)"
+missing=()
+for tool in shellcheck rsync; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then apt-get update -q && apt-get install -y -q "${missing[@]}"; fi
 
 step "collection tree for ansible-test"
 tests/stage-collection.sh "$TFOPS_COLLECTION_ROOT"
