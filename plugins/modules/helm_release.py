@@ -133,10 +133,11 @@ options:
   disable_openapi_validation:
     description:
       - Pass C(--disable-openapi-validation) to C(helm upgrade) - helm then does not check the
-        rendered manifest against the API server's OpenAPI schema, which an older API server
-        fails for fields it does not know (TensorFusion's chart sets a Service's
-        C(internalTrafficPolicy), unknown to Kubernetes 1.20). The API server still validates
-        what it receives and drops the fields it does not know.
+        rendered manifest against the API server's OpenAPI schema, which an API server older
+        than the chart fails for fields it does not know (TensorFusion's chart sets a Service's
+        C(internalTrafficPolicy), unknown before Kubernetes 1.21; every supported server knows
+        it). The API server still validates what it receives and drops the fields it does not
+        know.
       - With helm 4 it also selects client-side apply (C(--server-side=false)) for C(helm upgrade)
         and C(helm rollback), unless O(extra_args) sets C(--server-side) - server-side apply refuses
         every field the API server's schema does not know (C(field not declared in schema)),
@@ -316,7 +317,7 @@ EXAMPLES = r"""
     atomic: true
     deadline: "{{ window.deadline }}"
 
-- name: Upgrade on an older API server (Kubernetes 1.20) that does not know every field of the chart
+- name: Upgrade on an API server older than the chart, which does not know every field it sets
   tensorfusion.ops.helm_release:
     chart_repo_url: https://download.tensor-fusion.ai
     chart_version: 1.8.7

@@ -237,7 +237,7 @@ meta:
     app_version: 2.16.0
     captured_at: "2026-11-29T02:00:01.123456Z"
     helm_version: 3.17.2
-    server_version: v1.20.2
+    server_version: v1.35.4
     api_server: https://k8s.example.com:6443
     cluster_uid: 5b0c7f8e-2a44-4d8c-9a51-0f7d6c1b2e3a
     key_id: 3f1c2a9b0d4e5f61
