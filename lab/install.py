@@ -76,7 +76,7 @@ def ensure_kube_binaries(version: Optional[str] = None) -> Path:
         work = paths.build_dir(f"kubernetes-{version}")
         work.mkdir(parents=True, exist_ok=True)
         log(f"building Kubernetes {version} from the Go module k8s.io/kubernetes "
-            "(about 15-25 minutes on 2 cores the first time)")
+            "(about 5 minutes on 2 quiet cores the first time)")
         module = go.download("k8s.io/kubernetes", f"v{version}", work)
         go_mod = Path(module["GoMod"]).read_text()
         go.require(gobuild.go_line(go_mod), f"Kubernetes {version}")
