@@ -169,10 +169,19 @@ def live_clusters(kube):
             return {}
         # Not knowing the live pools would let the chart revert them: never render blind.
         raise
-    return dict((item["metadata"]["name"], {"metadata": {"name": item["metadata"]["name"]},
-                                            "spec": {"gpuPools": copy.deepcopy(
-                                                (item.get("spec") or {}).get("gpuPools") or [])}})
-                for item in items)
+    return dict((item["metadata"]["name"], _kept(item)) for item in items)
+
+
+def _kept(item):
+    """What a live TensorFusionCluster is to the post-renderer and to ``changes``: its name, its
+    pools and the record of the chart's last pool rendering (without it every later chart step
+    would compare the chart with the pools the previous manifest carried, not with the chart)."""
+    metadata = {"name": item["metadata"]["name"]}
+    record = ((item.get("metadata") or {}).get("annotations") or {}).get(chart_pools.CHART_POOLS)
+    if record:
+        metadata["annotations"] = {chart_pools.CHART_POOLS: record}
+    return {"metadata": metadata,
+            "spec": {"gpuPools": copy.deepcopy((item.get("spec") or {}).get("gpuPools") or [])}}
 
 
 def comparable(doc):
