@@ -14,6 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 
 from .ansible_runner import run_playbook
+from .callback_plugins.tfops_test_hooks import CLOCK_SKEW, PAUSE_BEFORE_WRITE
 from .helpers import service_account_token
 
 TASK = "Change the lock"
@@ -36,10 +37,12 @@ def read_lease(api_client, ns, name):
 def lock(lab, ns, name, job=None, args=(), pause=None, skew=None, **extra):
     env = {"JOB_ID": job} if job else {}
     env.update({"AWX_JOB_ID": "", "TOWER_JOB_ID": ""})
+    if pause or skew:  # injected by the tests' callback plugin (the lock reads no environment)
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "tfops_results,tfops_test_hooks"
     if pause:
-        env[locks.TEST_PAUSE_VARIABLE] = str(pause)
+        env[PAUSE_BEFORE_WRITE] = str(pause)
     if skew:
-        env[locks.TEST_SKEW_VARIABLE] = str(skew)
+        env[CLOCK_SKEW] = str(skew)
     extra_vars = {"lock_kubeconfig": lab["kubeconfig"], "lock_namespace": ns, "lock_name": name}
     extra_vars.update(("lock_" + k, v) for k, v in extra.items())
     run = run_playbook("maintenance_lock.yml", extra_vars, env=env, args=args)

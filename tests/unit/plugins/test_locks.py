@@ -169,3 +169,46 @@ def test_clock_offset_from_the_date_header():
     assert locks.clock_offset("Mon, 30 Nov 2026 02:00:01 GMT", sent, sent + 0.3) == 0.0
     assert locks.clock_offset(None, sent, sent) == 0.0
     assert locks.clock_offset("not a date", sent, sent) == 0.0
+
+
+class _StubLeases:
+    """Just enough of a Kube for LeaseLock.acquire: /version with a Date header, no Lease, a create."""
+
+    def __init__(self, server_epoch):
+        import email.utils
+        self.date = email.utils.formatdate(server_epoch, usegmt=True)
+        self.api_client = None
+        self.calls = []
+
+    def resource(self, kind, group=None):
+        import types
+        return types.SimpleNamespace(group_version="coordination.k8s.io/v1", get=None, create=None)
+
+    def call(self, verb, desc, _fn, **kwargs):
+        import types
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError
+        self.calls.append(verb)
+        if desc == "/version":
+            return {}, 200, {"Date": self.date}
+        if verb == "get":
+            raise ApiError("not found", status=404)
+        return types.SimpleNamespace(to_dict=lambda: kwargs["body"])
+
+
+def test_the_lock_reads_the_injected_host_clock_and_hook_not_the_environment(monkeypatch):
+    """Tests inject a host clock and a hook between read and write; nothing is read from the
+    environment (a variable left set in an execution environment changes nothing)."""
+    monkeypatch.setenv("TFOPS_TEST_LOCK_CLOCK_SKEW", "3600")
+    monkeypatch.setenv("TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE", "30")
+    server = NOW.timestamp()
+    plain = locks.LeaseLock(_StubLeases(server), "tf", "lock", host_clock=lambda: server)
+    assert plain.acquire(ME, 60)["clock_offset_seconds"] == 0.0
+    seen = []
+    kube = _StubLeases(server)
+    ahead = locks.LeaseLock(kube, "tf", "lock", host_clock=lambda: server + 3600,
+                            before_write=lambda: seen.append(list(kube.calls)))
+    result = ahead.acquire(ME, 60)
+    assert result["clock_offset_seconds"] == pytest.approx(-3600, abs=2)
+    assert result["lease"]["renew_time"].startswith("2026-11-30T02:00:0"), "the server's time"
+    assert seen == [["get", "get"]], "called once, after the read and before the write"
+    assert kube.calls[-1] == "create"

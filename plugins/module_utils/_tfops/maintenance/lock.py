@@ -48,15 +48,21 @@ RELEASED_AT = PREFIX + "released-at"
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
 RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-# Test-only: seconds to pause between the first read and the write, so that the integration tests
-# can make two real runs read the same Lease before either writes (the race the design is for).
-TEST_PAUSE_VARIABLE = "TFOPS_TEST_LOCK_PAUSE_BEFORE_WRITE"
 # Times in the Lease follow the API server's clock, read from a response's Date header (whole
 # seconds): offsets below the tolerance are noise and ignored; above the warning level, said.
 CLOCK_TOLERANCE = 2.0
 CLOCK_WARNING = 30.0
-# Test-only: seconds to add to this host's clock, to show that a wrong host clock does not matter.
-TEST_SKEW_VARIABLE = "TFOPS_TEST_LOCK_CLOCK_SKEW"
+
+
+class Hooks:
+    """What tests inject, and production code never sets: ``host_clock`` (this host's clock in
+    epoch seconds; a test sets a wrong one to show that it does not matter) and ``before_write``
+    (called between the first read and the write, so that two real runs can read the same Lease
+    before either writes: the race the design is for). A ``LeaseLock`` takes its own, else these
+    (set in ``ansible-playbook`` by the tests' callback plugin, inherited by the workers)."""
+
+    host_clock = staticmethod(time.time)
+    before_write = None
 
 
 # --- identity --------------------------------------------------------------------------------
@@ -94,11 +100,6 @@ def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None
 
 
 # --- clocks ----------------------------------------------------------------------------------
-
-def host_time():
-    """This host's clock in epoch seconds."""
-    return time.time() + float(os.environ.get(TEST_SKEW_VARIABLE) or 0)
-
 
 def clock_offset(date_header, sent, received):
     """Seconds to add to this host's clock to read the API server's, from the Date header of a
@@ -268,8 +269,10 @@ class Conflict(Exception):
 class LeaseLock:
     """One Lease, read and written with optimistic concurrency."""
 
-    def __init__(self, kube, namespace, name):
+    def __init__(self, kube, namespace, name, host_clock=None, before_write=None):
         self.kube = kube
+        self.host_clock = host_clock or Hooks.host_clock
+        self.before_write = before_write or Hooks.before_write
         self.namespace = namespace
         self.name = name
         self.leases = kube.resource("Lease", group=LEASE_GROUP)  # the served version, by discovery
@@ -279,6 +282,7 @@ class LeaseLock:
     def server_clock(self):
         """A clock that reads the API server's time (this host's, corrected by one request), so
         that hosts whose clocks disagree still agree on when a lock expires."""
+        host_time = self.host_clock
         sent = host_time()
         _info, _status, headers = self.kube.call(
             "get", "/version", VersionApi(self.kube.api_client).get_code_with_http_info)
@@ -341,8 +345,8 @@ class LeaseLock:
             if check_mode:
                 result["lease"] = public_view(lease_view(after, now))
                 return result
-            if conflicts == 0 and os.environ.get(TEST_PAUSE_VARIABLE):
-                time.sleep(float(os.environ[TEST_PAUSE_VARIABLE]))
+            if conflicts == 0 and self.before_write is not None:
+                self.before_write()
             try:
                 written = self.write(before, after)
             except Conflict:
