@@ -122,3 +122,22 @@ def test_bad_input_raised_by_the_body_fails_the_task():
         raise InvalidInput("keep must be 1 or more")
     module = run(FakeModule(), body)
     assert module.exited is None and module.failed["msg"] == "keep must be 1 or more"
+
+
+def test_a_task_inside_another_runs_in_a_child_context_whose_warnings_reach_the_result():
+    """A rotation's pool roll is such a task: what it warns (an outage it rode out, a change the
+    operator does not roll) is in the rotation's result."""
+    module = FakeModule(check_mode=True, diff=True, name="outer")
+
+    def body(ctx):
+        ctx.kube = Written()
+        inner = ctx.child(deadline="inner deadline")
+        assert (inner.kube, inner.check_mode, inner.diff_mode, inner.deadline, inner.params) == (
+            ctx.kube, True, True, "inner deadline", {})
+        assert ctx.child().deadline is ctx.deadline
+        inner.warn("from the inner task")
+        inner.hide(["inner-secret"])
+        return {"changed": False}
+    run(module, body, deadline=deadline_from)
+    assert module.warnings == ["from the inner task"]
+    assert module.no_log_values == {"inner-secret"}

@@ -106,7 +106,7 @@ def fail(module, exc, **result):
 class Context:
     """What a module's body and its Task work with besides their params: check and diff mode,
     the deadline, the warnings they collect, and (inside ``connected()``) the API client as
-    ``kube``. A Task run inside another one gets a Context of its own: ``Context(kube=...)``."""
+    ``kube``. A Task run inside another one gets a Context of its own: ``ctx.child()``."""
 
     def __init__(self, module=None, kube=None, check_mode=None, diff_mode=None, deadline=None):
         self.module = module
@@ -120,6 +120,16 @@ class Context:
 
     def warn(self, message):
         self.warnings.append(message)
+
+    def child(self, deadline=None):
+        """The Context of a Task run inside this one's: the same client, check and diff mode, and
+        warnings (what the inner Task warns reaches this module's result), with its own deadline
+        (this one's when None) and no module params (the inner Task gets its own)."""
+        inner = Context(kube=self.kube, check_mode=self.check_mode, diff_mode=self.diff_mode,
+                        deadline=deadline if deadline is not None else self.deadline)
+        inner.module = self.module  # values it hides are hidden in this module's output
+        inner.warnings = self.warnings
+        return inner
 
     def hide(self, values, min_length=1):
         """Values that must never appear in output (a token the body reads, a rotated value);
