@@ -253,3 +253,75 @@ def test_describe_diagnosis_of_a_healthy_pool():
                                        "hypervisor_restarts": [], "nodes_without_hypervisor_pod": [],
                                        "warning_events": {}}) == \
         "no GPUNode is Pending and every hypervisor Pod is Ready"
+
+
+# ---- hypervisor Pods that do not start (a Secret rotation's pool roll) ----------------------------
+
+class PodsObserver(FakeObserver):
+    """A FakeObserver whose hypervisor Pods the test sets (``pods``); counts the lists."""
+
+    def __init__(self):
+        super().__init__()
+        self.pods, self.listed = [], 0
+
+    def hypervisor_pods(self):
+        self.listed += 1
+        return self.pods
+
+
+def hv_pod(name, reason=None):
+    state = {"waiting": {"reason": reason, "message": "Back-off pulling image"}} if reason else {"running": {}}
+    return {"metadata": {"name": name}, "spec": {"nodeName": name[len("hypervisor-"):]},
+            "status": {"containerStatuses": [{"name": "hypervisor", "state": state}],
+                       "conditions": [{"type": "Ready", "status": "False" if reason else "True"}]}}
+
+
+def test_hypervisor_pods_that_do_not_start_end_the_wait_after_the_failure_period(clock):
+    observer = PodsObserver()
+    waiter = waiter_for(stall_timeout=None, observer=observer)
+    waiter.pods_fail_after = 30
+    observer.pods = [hv_pod("hypervisor-gpu-0"), hv_pod("hypervisor-gpu-1", "ImagePullBackOff")]
+    moving = objects(gpupool(2, campaign=NEW, status_hash=NEW, progress=50, synced=False))
+    assert waiter.check(moving)[0] is False and observer.listed == 1
+    assert waiter.wakeup() == 10, "the Pods are looked at every POD_CHECK_SECONDS"
+    clock.advance(5)
+    waiter.check(moving)
+    assert observer.listed == 1, "not more often than every POD_CHECK_SECONDS"
+    clock.advance(20)
+    waiter.check(moving)  # failing for 25 s: not yet
+    clock.advance(10)
+    with pytest.raises(cluster.RolloutFailed) as caught:
+        waiter.check(moving)
+    msg = caught.value.msg
+    assert msg.startswith("rollout of GPUPool tf-pool-a cannot finish: its hypervisor Pods do not start: "
+                          "hypervisor-gpu-1 hypervisor: ImagePullBackOff (Back-off pulling image) for 35s. ")
+    assert "GPUNodes not Running: gpu-3, gpu-7" in msg, "the diagnosis says what else is stuck"
+    assert caught.value.details["pods_not_ready"] == [
+        "hypervisor-gpu-1 hypervisor: ImagePullBackOff (Back-off pulling image) for 35s"]
+
+
+def test_a_pod_that_recovers_is_forgotten_and_without_the_option_pods_are_not_looked_at(clock):
+    observer = PodsObserver()
+    waiter = waiter_for(stall_timeout=None, observer=observer)
+    waiter.pods_fail_after = 30
+    moving = objects(gpupool(2, campaign=NEW, status_hash=NEW, progress=50, synced=False))
+    observer.pods = [hv_pod("hypervisor-gpu-1", "ImagePullBackOff")]
+    waiter.check(moving)
+    clock.advance(20)
+    observer.pods = [hv_pod("hypervisor-gpu-1")]  # pulled on a retry
+    waiter.check(moving)
+    clock.advance(20)
+    observer.pods = [hv_pod("hypervisor-gpu-1", "CrashLoopBackOff")]
+    waiter.check(moving)
+    clock.advance(20)
+    assert waiter.check(moving)[0] is False, "failing for 20 s since it came back: not yet"
+    plain = PodsObserver()
+    plain.pods = observer.pods
+    untouched = waiter_for(stall_timeout=None, observer=plain)
+    untouched.check(moving)
+    clock.advance(3600)
+    untouched.check(moving)
+    assert plain.listed == 0 and untouched.wakeup() == 60
+    worker_only = waiter_for(stall_timeout=None, comps=("worker",), observer=plain)
+    worker_only.__init__(plain, worker_only.trackers, None, 100, pods_fail_after=30)
+    assert worker_only.pods_fail_after is None, "only a hypervisor campaign has hypervisor Pods to judge"

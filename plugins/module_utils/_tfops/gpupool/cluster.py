@@ -16,12 +16,18 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     InvalidInput,
+    RolloutFailed,
     Stalled,
     WaitTimeout,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import pod_problems
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import (
+    failing_pods,
+    lasting_failures,
+    pod_problems,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import POD_CHECK_SECONDS
 
 # The operator's namespace is its Helm release's (OPERATOR_NAMESPACE upstream): its hypervisor Pods
 # live there. This is only the default of the modules' namespace options.
@@ -226,13 +232,20 @@ def describe_diagnosis(diag):
 
 
 class RolloutWait:
-    """The wait on the GPUPool: campaigns tracked, a timeline kept, stalls detected."""
+    """The wait on the GPUPool: campaigns tracked, a timeline kept, stalls detected. With
+    ``pods_fail_after`` (seconds), hypervisor Pods that keep failing to start (a pull that fails,
+    a crash loop) that long end a hypervisor campaign's wait with the cause, as a workload's new
+    Pods end its rollout's wait (workloads/restart.py): a Secret rotation's pool roll fails as
+    fast as a Deployment's."""
 
-    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100):
+    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100, pods_fail_after=None):
         self.observer = observer
         self.trackers = trackers
         self.stall_timeout = stall_timeout
         self.until_progress = until_progress
+        self.pods_fail_after = pods_fail_after if any(t.comp == "hypervisor" for t in trackers) else None
+        self._failing_since = {}
+        self._next_pod_look = None
         self.timeline = []
         self.started = time.monotonic()
         self.last_move = self.started
@@ -264,6 +277,8 @@ class RolloutWait:
                                and (tracker.progress or 0) >= self.until_progress)
             all_done = all_done and reached
         detail = "; ".join(t.describe() for t in self.trackers)
+        if not all_done and self.pods_fail_after is not None:
+            self._hypervisor_pods_fail()
         if not all_done and self.stall_timeout and time.monotonic() - self.last_move > self.stall_timeout:
             diag = self.observer.diagnose()
             last = self.timeline[-1] if self.timeline else None
@@ -274,10 +289,25 @@ class RolloutWait:
                 diagnostics=diag, timeline=self.timeline)
         return all_done, detail
 
+    def _hypervisor_pods_fail(self):
+        """Every POD_CHECK_SECONDS: the pool's hypervisor Pods that have failed to start for
+        ``pods_fail_after`` seconds end the wait, saying which, why, and what else is stuck."""
+        now = time.monotonic()
+        if self._next_pod_look is not None and now < self._next_pod_look:
+            return
+        self._next_pod_look = now + POD_CHECK_SECONDS
+        lasting = lasting_failures(failing_pods(self.observer.hypervisor_pods()), self._failing_since,
+                                   now, self.pods_fail_after)
+        if lasting:
+            diag = self.observer.diagnose()
+            raise RolloutFailed("rollout of GPUPool %s cannot finish: its hypervisor Pods do not start: %s. %s" % (
+                self.observer.gpupool, "; ".join(lasting[:10]), describe_diagnosis(diag)),
+                pods_not_ready=lasting, diagnostics=diag, timeline=self.timeline)
+
     def wakeup(self):
-        if not self.stall_timeout:
-            return 60
-        return max(0.5, self.stall_timeout - (time.monotonic() - self.last_move) + 0.1)
+        every = 60 if not self.stall_timeout else \
+            max(0.5, self.stall_timeout - (time.monotonic() - self.last_move) + 0.1)
+        return min(every, POD_CHECK_SECONDS) if self.pods_fail_after is not None else every
 
     def run(self, watcher, deadline):
         try:

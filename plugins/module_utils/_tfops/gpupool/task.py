@@ -128,11 +128,14 @@ def run_rollout(ctx):
 
 class RolloutTask(Task):
     """``template_change`` (template -> template) replaces the task's components settings: a
-    Secret rotation repoints a component's Pod template through the same rollout."""
+    Secret rotation repoints a component's Pod template through the same rollout, and with
+    ``pods_fail_after`` (seconds) its wait ends once hypervisor Pods have failed to start that long
+    (RolloutWait)."""
 
-    def __init__(self, ctx, params, template_change=None):
+    def __init__(self, ctx, params, template_change=None, pods_fail_after=None):
         super().__init__(ctx, params)
         self.template_change = template_change
+        self.pods_fail_after = pods_fail_after
 
     def run(self):
         params = self.params
@@ -203,7 +206,7 @@ class RolloutTask(Task):
         if not params["wait"] or not waits:
             return self._finish(result, observer.read_pool(), [], None)
         waiter = RolloutWait(observer, trackers, params.get("stall_timeout"),
-                             params["wait_until_progress"])
+                             params["wait_until_progress"], self.pods_fail_after)
         result["gates"] = gated.verdicts if gated else None
         try:
             if gated:
