@@ -133,6 +133,7 @@ class FakeKube(kube_mod.Kube):
         self.retry_deadline = None
         self.outages = retry.Outages(clock=clock) if clock is not None else retry.Outages()
         self.written = False
+        self.writes = 0
         self.fence = None
         self.resources = dict(resources or {})
 

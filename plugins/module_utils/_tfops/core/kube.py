@@ -118,10 +118,11 @@ class Kube:
         self.requests = 0  # raw list pages fetched (the benchmarks report it)
         # Set by a task: until then a failed request fails at once; after, it is retried
         # (core/retry.py) until this deadline. ``written``: a write went through (honest ``changed``
-        # also when the task then fails).
+        # also when the task then fails); ``writes`` counts them (whether one step of a task wrote).
         self.retry_deadline = None
         self.outages = retry.Outages()
         self.written = False
+        self.writes = 0
         # Set by a task run under a runbook's lock (maintenance/fence.py): every write first checks that the
         # lock is still the run's.
         self.fence = None
@@ -171,6 +172,7 @@ class Kube:
                 self.outages.recovered()
                 if not retry.is_read(verb) and not kwargs.get("dry_run"):
                     self.written = True  # a server-side dry run (check mode) writes nothing
+                    self.writes += 1
                 return result
             if not again or self.retry_deadline is None:
                 raise error
