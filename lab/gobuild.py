@@ -180,10 +180,12 @@ class GoTool:
         env.update(extra)
         return env
 
-    def run(self, args: Sequence[str], cwd: Path, capture: bool = False) -> str:
+    def run(self, args: Sequence[str], cwd: Path, capture: bool = False,
+            env: Optional[Dict[str, str]] = None) -> str:
+        """``go args`` in ``cwd``; ``env``: variables besides the toolchain's (GOBIN, say)."""
         cmd = [self.go, *args]
         self.log("$ " + " ".join(cmd) + f"  (in {cwd})")
-        res = subprocess.run(cmd, cwd=cwd, env=self.env(), text=True,
+        res = subprocess.run(cmd, cwd=cwd, env=self.env(**(env or {})), text=True,
                              stdout=subprocess.PIPE if capture else sys.stderr,
                              stderr=subprocess.PIPE if capture else None)
         if res.returncode != 0:

