@@ -1,7 +1,8 @@
-"""Bring the lab's control plane up and down: etcd, kube-apiserver, kube-controller-manager and
-the kubelet stand-in, on free loopback ports, in a state folder of its own (lab.state). What runs
-on top of it (TensorFusion) is an add-on (lab.addons): started after the control plane, stopped
-before it, told about API server restarts; this module imports none of them."""
+"""Bring the lab's control plane up and down: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and the kubelet stand-in (kwok, run by lab/kubelet.py), on free loopback ports, in
+a state folder of its own (lab.state). What runs on top of it (TensorFusion) is an add-on
+(lab.addons): started after the control plane, stopped before it, told about API server
+restarts; this module imports none of them."""
 import json
 import os
 import secrets
@@ -149,18 +150,21 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
             "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"], logs))
         save_state(state)
+        (state_dir / "scheduler.json").write_text(scheduler_config(state_dir / "kubeconfig"))
         state["processes"].append(procs.spawn("kube-scheduler", [
-            str(bin_dir / "kube-scheduler"), f"--kubeconfig={state_dir / 'kubeconfig'}",
+            str(bin_dir / "kube-scheduler"), f"--config={state_dir / 'scheduler.json'}",
             f"--authentication-kubeconfig={state_dir / 'kubeconfig'}",
             f"--authorization-kubeconfig={state_dir / 'kubeconfig'}",
-            "--leader-elect=false", f"--secure-port={sched_port}", "--bind-address=127.0.0.1",
-            f"--cert-dir={state_dir / 'scheduler-certs'}", "--kube-api-qps=200",
-            "--kube-api-burst=400", "--v=1"], logs))
+            f"--secure-port={sched_port}", "--bind-address=127.0.0.1",
+            f"--cert-dir={state_dir / 'scheduler-certs'}", "--v=1"], logs))
         save_state(state)
+        # The kubelet stand-in: kwok, run (and restarted when the knobs change) by lab.kubelet.
         state["processes"].append(procs.spawn("kubelet", [
             sys.executable, "-m", "lab.kubelet", "--kubeconfig", str(state_dir / "kubeconfig"),
             "--gpu-nodes", str(nodes), "--cpu-nodes", str(cpu_nodes),
-            "--ready-delay", str(ready_delay)], logs,
+            "--ready-delay", str(ready_delay), "--kwok", str(paths.kwok_binary()),
+            "--stages", str(state_dir / "kwok-stages.yaml"),
+            "--kwok-log", str(logs / "kwok.log")], logs,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}))
         save_state(state)
         _wait_for("the default ServiceAccount", lambda: _get(
@@ -182,6 +186,22 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             pass  # an add-on that also fails to stop: the start's failure is the one to report
         raise
     return state
+
+
+# TensorFusion's Pods name their own scheduler, which the lab does not run: kube-scheduler
+# schedules them as well, under a second profile of that name (its default plugins honour the
+# nodeSelector and affinity the webhook gives them).
+SCHEDULER_NAMES = ("default-scheduler", "tensor-fusion-scheduler")
+
+
+def scheduler_config(kubeconfig: Path) -> str:
+    """kube-scheduler's configuration file. With --config, kube-scheduler ignores its client
+    flags (--kubeconfig, --kube-api-qps, ...), so the client connection is set here."""
+    return json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": name} for name in SCHEDULER_NAMES]}, indent=2)
 
 
 def _ready_nodes(state: Dict) -> int:

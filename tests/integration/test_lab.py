@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from lab import cluster, procs
@@ -318,3 +318,145 @@ def test_up_with_tensorfusion_returns_only_when_it_has_settled(tmp_path):
         api.close()
     finally:
         cluster.down(state_dir)
+
+
+# ---- the kubelet stand-in (kwok): what the knobs' translation must keep ------------------------
+
+def _knobs(core, **data):
+    """The kubelet stand-in's knobs, as the tests above set them."""
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                      "data": data})
+
+
+def _pod_on(name, node, image="registry.lab/ok:1"):
+    return {"metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": image}]}}
+
+
+def _stays(core, namespace, name, seconds, condition, what):
+    """Pod ``name`` keeps ``condition`` for ``seconds``: a watch of it for that long, every change
+    looked at (a dead node's Pods must not move)."""
+    selector = f"metadata.name={name}"
+    listing = core.list_namespaced_pod(namespace, field_selector=selector)
+    assert listing.items and condition(listing.items[0]), f"{name} is not {what}"
+    for event in watch.Watch().stream(core.list_namespaced_pod, namespace, field_selector=selector,
+                                      resource_version=listing.metadata.resource_version,
+                                      timeout_seconds=seconds):
+        assert event["type"] != "DELETED" and condition(event["object"]), \
+            f"{name} is no longer {what} ({event['type']})"
+
+
+def test_a_dead_nodes_pods_stay_as_they_are_and_it_comes_back_at_once(api_client, namespace):
+    """While a node is in deadNodes its Pods are frozen: a deleted one stays Terminating, a new
+    one is not started. Off the list again, it confirms the deletion and starts the new one at
+    once (well before the node-lifecycle controller would have noticed anything)."""
+    core = client.CoreV1Api(api_client)
+    node = "tfops-gpu-1"
+    core.create_namespaced_pod(namespace, _pod_on("before", node))
+    wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "before" and _ready(p),
+             namespace=namespace)
+    _knobs(core, deadNodes=node)
+    try:
+        # The stand-in marks a dead node with a label (kwok then leaves it alone).
+        wait_for(core.list_node, lambda n: (n.metadata.labels or {}).get("tfops.lab/dead") == "true",
+                 field_selector=f"metadata.name={node}", timeout=30)
+        core.delete_namespaced_pod("before", namespace)
+        core.create_namespaced_pod(namespace, _pod_on("during", node))
+        _stays(core, namespace, "before", 4, lambda p: p.metadata.deletion_timestamp is not None,
+               "terminating")
+        _stays(core, namespace, "during", 1, lambda p: not p.status.pod_ip
+               and not p.status.container_statuses, "unstarted")
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    started = time.monotonic()
+    wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "before", gone=True,
+             namespace=namespace, timeout=20)
+    wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "during" and _ready(p),
+             namespace=namespace, timeout=20)
+    assert time.monotonic() - started < 20
+
+
+def test_tensor_fusions_own_scheduler_is_a_profile_of_kube_scheduler(api_client, namespace):
+    """Pods naming tensor-fusion-scheduler (which the lab does not run) are bound by
+    kube-scheduler's second profile, which honours their node selector."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "tf-scheduled"}, "spec": {
+        "schedulerName": "tensor-fusion-scheduler", "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        "containers": [{"name": "c", "image": "registry.lab/ok:1"}]}})
+    pod = wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "tf-scheduled" and _ready(p),
+                   namespace=namespace)
+    assert pod.spec.node_name.startswith("tfops-gpu-")
+    event = wait_for(client.EventsV1Api(api_client).list_namespaced_event,
+                     lambda e: e.regarding.name == "tf-scheduled" and e.reason == "Scheduled",
+                     namespace=namespace)
+    assert event.reporting_controller == "tensor-fusion-scheduler"
+
+
+def test_pod_ips_stay_unique_when_a_knob_change_restarts_kwok(api_client, namespace):
+    core = client.CoreV1Api(api_client)
+    names = [f"ip-{i}" for i in range(4)]
+    for name in names[:2]:
+        core.create_namespaced_pod(namespace, _pod(name, "registry.lab/ok:1"))
+    _knobs(core, readyDelaySeconds="1")  # new Stages: kwok starts again and lists every Pod
+    try:
+        time.sleep(0.5)  # the stand-in applies knobs from its own watch
+        for name in names[2:]:
+            core.create_namespaced_pod(namespace, _pod(name, "registry.lab/ok:1"))
+        for name in names:
+            wait_for(core.list_namespaced_pod, lambda p, n=name: p.metadata.name == n and _ready(p),
+                     namespace=namespace)
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    # (a host-network Pod has its node's IP, as with a real kubelet)
+    ips = [p.status.pod_ip for p in core.list_pod_for_all_namespaces().items
+           if p.status.pod_ip and not p.spec.host_network]
+    assert len(ips) == len(set(ips)), f"a pod IP given twice: {sorted(ips)}"
+
+
+def test_an_unusable_knob_is_said_on_the_configmap_and_pods_still_start(api_client, namespace):
+    core = client.CoreV1Api(api_client)
+    _knobs(core, neverReadyImages="(?!ok)broken", readyDelaySeconds="soon")
+    try:
+        for knob in ("neverReadyImages", "readyDelaySeconds"):
+            event = wait_for(core.list_namespaced_event, lambda e, k=knob: e.reason == "InvalidKnob"
+                             and e.involved_object.name == "tfops-lab-kubelet" and k in e.message,
+                             "kube-system")
+            assert event.type == "Warning"
+        core.create_namespaced_pod(namespace, _pod("despite", "registry.lab/broken:1"))
+        wait_for(core.list_namespaced_pod, lambda p: p.metadata.name == "despite" and _ready(p),
+                 namespace=namespace)
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+
+
+def _children(pid):
+    try:
+        return [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def _running(pid):
+    """Whether ``pid`` runs (a zombie nobody has reaped yet has ended)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kwok_ends_with_the_stand_in_even_a_killed_one(tmp_path):
+    """kwok is the stand-in's child, not a process the lab records: it must not outlive it."""
+    import os
+    import signal
+    state = cluster.up(tmp_path / "kwok-lab", nodes=1, cpu_nodes=0)
+    try:
+        stand_in = next(r for r in state["processes"] if r["name"] == "kubelet")
+        [kwok] = _children(stand_in["pid"])
+        assert open(f"/proc/{kwok}/cmdline").read().split("\0")[0].endswith("/kwok")
+        os.kill(stand_in["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while _running(kwok) and time.monotonic() < deadline:
+            time.sleep(0.1)  # a process's end: nothing to watch but /proc
+        assert not _running(kwok), "kwok outlived its stand-in"
+    finally:
+        cluster.down(tmp_path / "kwok-lab")
