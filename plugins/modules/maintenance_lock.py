@@ -14,7 +14,9 @@ description:
     a person never change one cluster at once.
   - O(state=acquired) takes the lock. When someone else holds it and keeps renewing it, the task
     fails at once and says who holds it and since when. When its holder stopped renewing it for
-    longer than the Lease's duration, the lock is taken over, with a warning. When the caller
+    longer than the Lease's duration, the lock is taken over, with a warning. When the holder is
+    a run of this host whose C(ansible-playbook) process is provably gone (see O(run_id)), the lock
+    is taken over at once, with a warning. When the caller
     already holds it, it is renewed (its TTL starts again).
   - O(state=released) gives the lock back. Releasing a lock someone else holds is refused, unless
     O(force=true).
@@ -61,6 +63,12 @@ options:
         identity also names the C(ansible-playbook) process and the token, for example
         C(alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade), so that two runs by one user on one
         host are two holders and the second is refused. The runbooks set it (C(tfops_run_id)).
+      - With it the Lease also records that process in the annotation C(tensorfusion.ops/process)
+        (its pid, its start time, the host's boot id and pid namespace). A later O(state=acquired)
+        on the same host, boot and pid namespace that finds that pid no longer running (or running
+        a process started at another time) takes the lock over at once, with a warning, instead of
+        waiting for the TTL (a run killed with C(kill -9)). A holder on another host, or one that
+        recorded no process, keeps the TTL rule.
     type: str
   ttl:
     description:

@@ -1,7 +1,7 @@
 """A lock that fences, with real ansible-playbook processes on the lab: two runs at once by one
 user on one host are two holders (the second is refused); a module whose run lost its lock stops
 before its next write; a module whose ansible-playbook was killed (kill -9) stops waiting and
-renews nothing."""
+renews nothing; a killed run's lock is taken over at once by the next run on its host."""
 import os
 import signal
 import time
@@ -137,6 +137,34 @@ def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
         assert read_lease(api_client, ns, name).spec.renew_time == renewed, "the orphan renewed nothing"
     finally:
         reap(job, below)
+    force_release(lab, ns, name)
+
+
+def test_a_killed_runs_lock_is_taken_over_at_once_by_the_next_run(lab, api_client, fenced_vars):
+    """kill -9 of ansible-playbook while it holds the lock (TTL 3600 s): the holder names its
+    process on this host, which no longer runs, so a run started right after takes the lock over
+    at once, with a warning, instead of being refused for an hour."""
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    first = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=300))
+    below = []
+    try:
+        lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                         lambda le: le.metadata.name == name and le.spec.holder_identity, timeout=60, namespace=ns)
+        holder = lease.spec.holder_identity
+        process = (lease.metadata.annotations or {}).get("tensorfusion.ops/process") or ""
+        assert process.startswith("pid=%d started=" % first.proc.pid), process
+        below = descendants(first.proc.pid)
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=30)
+        again = run_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=1))
+        assert again.rc == 0, again.stdout[-2000:]
+        taken = again.task_results("Take (or renew) the maintenance lock")
+        assert taken["action"] == "take_over", taken
+        assert [w for w in taken.get("warnings") or [] if "at once" in w and holder in w
+                and "no longer running" in w], taken.get("warnings")
+        assert holder_of(api_client, ns, name) == taken["holder"] != holder
+    finally:
+        reap(first, below)
     force_release(lab, ns, name)
 
 

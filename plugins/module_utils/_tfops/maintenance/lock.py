@@ -45,6 +45,9 @@ PREFIX = "tensorfusion.ops/"
 ANNOTATION_KEYS = ("purpose", "user", "host", "job-id")
 RELEASED_BY = PREFIX + "released-by"
 RELEASED_AT = PREFIX + "released-at"
+# The ansible-playbook process of a runbook's holder (maintenance/holder.py): a run on the same
+# host takes over at once the lock of a holder that provably no longer runs.
+PROCESS = PREFIX + "process"
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
 RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -83,20 +86,26 @@ def job_id(environ=None):
     return None
 
 
-def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None, pid=None):
-    """Who asks: ``holder`` is the Lease's holderIdentity; the rest is recorded beside it. A
-    ``run`` token (and the controller's ``pid``) tell apart two runs of one user on one host."""
-    if not purpose or not str(purpose).strip():
-        raise InvalidInput("purpose must not be empty")
+def check_run_id(run):
+    """A run's token (the runbooks' tfops_run_id): it names the run in the lock and its report."""
     if run is not None and not RUN_ID.match(str(run)):
         raise InvalidInput("run_id must be 1 to 64 letters, digits, '.', '_' or '-', not %r" % run)
+
+
+def make_identity(purpose, holder=None, user=None, host=None, job=None, run=None, pid=None, process=None):
+    """Who asks: ``holder`` is the Lease's holderIdentity; the rest is recorded beside it. A
+    ``run`` token (and the controller's ``pid``) tell apart two runs of one user on one host;
+    ``process`` (holder.format_process) names the holding process for a takeover once it is gone."""
+    if not purpose or not str(purpose).strip():
+        raise InvalidInput("purpose must not be empty")
+    check_run_id(run)
     user = user or _user()
     host = host or socket.gethostname()
     if not holder:
         tags = "".join(" %s=%s" % (key, value) for key, value in
                        (("job", job), ("pid", pid), ("run", run)) if value)
         holder = "%s@%s%s purpose=%s" % (user, host, tags, purpose)
-    return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose))
+    return dict(holder=holder, user=user, host=host, job_id=job, purpose=str(purpose), process=process or None)
 
 
 # --- clocks ----------------------------------------------------------------------------------
@@ -135,7 +144,8 @@ def lease_view(lease, now=None):
         transitions=int(spec.get("leaseTransitions") or 0),
         resource_version=meta.get("resourceVersion"),
         purpose=annotations.get(PREFIX + "purpose"), user=annotations.get(PREFIX + "user"),
-        host=annotations.get(PREFIX + "host"), job_id=annotations.get(PREFIX + "job-id"))
+        host=annotations.get(PREFIX + "host"), job_id=annotations.get(PREFIX + "job-id"),
+        process=annotations.get(PROCESS))
     last = view["renew_time"] or view["acquire_time"]
     if view["holder"] and last is not None and view["lease_duration_seconds"]:
         view["expires"] = last + datetime.timedelta(seconds=int(view["lease_duration_seconds"]))
@@ -174,11 +184,12 @@ def describe_holder(view):
 
 # --- decisions (pure) ------------------------------------------------------------------------
 
-def decide_acquire(view, holder, now):
+def decide_acquire(view, holder, now, gone=None):
     """What acquiring means for a Lease as read: (action, warning).
 
     create (no Lease), take (a Lease nobody holds), renew (held by ``holder``), take_over (held
-    by another holder who stopped renewing past its TTL). Held by another live holder: LockHeld."""
+    by another holder who stopped renewing past its TTL, or whose process ``gone(view)`` proves
+    gone - a reason, or None when nothing is proven). Held by another live holder: LockHeld."""
     if view is None:
         return "create", None
     if not view["holder"]:
@@ -188,6 +199,10 @@ def decide_acquire(view, holder, now):
     if stale(view, now):
         return "take_over", ("took over the maintenance lock %s/%s from %s: its holder stopped "
                              "renewing it" % (view["namespace"], view["name"], describe_holder(view)))
+    reason = gone(view) if gone is not None else None
+    if reason:
+        return "take_over", ("took over the maintenance lock %s/%s from %s at once: its holder is "
+                             "gone - %s" % (view["namespace"], view["name"], describe_holder(view), reason))
     raise LockHeld("the maintenance lock %s/%s is held by %s" % (
         view["namespace"], view["name"], describe_holder(view)),
         holder=view["holder"], lease=public_view(view))
@@ -235,6 +250,10 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
                 annotations[PREFIX + key] = str(value)
             else:
                 annotations.pop(PREFIX + key, None)
+        if me.get("process"):
+            annotations[PROCESS] = me["process"]
+        elif action != "renew":  # a renewal without it (a fence's) keeps the holder's
+            annotations.pop(PROCESS, None)
         annotations.pop(RELEASED_BY, None)
         annotations.pop(RELEASED_AT, None)
     elif action in ("release", "force_release"):
@@ -242,6 +261,7 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             spec.pop(key, None)
         for key in ANNOTATION_KEYS:
             annotations.pop(PREFIX + key, None)
+        annotations.pop(PROCESS, None)
         annotations[RELEASED_BY] = me["holder"]
         annotations[RELEASED_AT] = stamp
     else:
@@ -357,8 +377,9 @@ class LeaseLock:
         raise ApiError("the Lease %s kept changing under us: %d conflicting writes in a row" % (
             self.desc, MAX_ATTEMPTS), status=409, verb="update", resource=self.desc)
 
-    def acquire(self, me, ttl, check_mode=False, clock=None):
-        return self.change(lambda view, now: decide_acquire(view, me["holder"], now),
+    def acquire(self, me, ttl, check_mode=False, clock=None, gone=None):
+        """``gone``: see decide_acquire (holder.gone_checker judges on this host)."""
+        return self.change(lambda view, now: decide_acquire(view, me["holder"], now, gone),
                            me, ttl, check_mode, clock)
 
     def release(self, me, force=False, check_mode=False, clock=None):
