@@ -16,10 +16,11 @@ description:
     the error - and decides the run's outcome (RV(status)).
   - The report is C(report.json), C(report.html) (inline CSS and an SVG timeline of each
     component's progress per pool, no external assets) and C(report.md).
-  - With O(store=local) (or V(both)) it writes them into C(<dest>/<playbook>-<host>-<time>/) on the
-    host the module runs on (the runbooks run it on the controller). Folders are 0700 and files 0600.
+  - With O(store=local) (or V(both)) it writes them into C(<dest>/<playbook>-<host>-<time>-<run id>/)
+    on the host the module runs on (the runbooks run it on the controller). Folders are 0700 and
+    files 0600.
   - With O(store=cluster) (or V(both)) it keeps them in one ConfigMap per run in O(namespace), named
-    C(tfops-report-<playbook>-<host>-<UTC start time>) and labelled
+    C(tfops-report-<playbook>-<host>-<UTC start time>-<run id>) and labelled
     C(app.kubernetes.io/managed-by=tensorfusion.ops) and C(tensorfusion.ops/report-of=<playbook>),
     and deletes that runbook's oldest report ConfigMaps beyond O(keep). In AWX use V(cluster) or V(both) -
     the local folder is gone with the execution environment when the job ends.
@@ -39,8 +40,12 @@ options:
         written). A local folder that cannot be written fails the task, after what can still be
         written is (with V(both), the cluster copy); the failed result still carries RV(status),
         RV(summary), RV(report_ref) and RV(record), and its message says which copy exists.
-      - The ConfigMap is named after the run's start (O(started)), so a second report of the same
-        run (the runbooks write one before and one after releasing the lock) replaces the first.
+      - The ConfigMap is named after the run's start (O(started)) and O(run_id), so a second report
+        of the same run (the runbooks write one before and one after releasing the lock) replaces
+        the first, and two runs started in the same second keep two reports. A ConfigMap of that
+        name that holds another run's report (another start or run id in its annotations
+        C(tensorfusion.ops/run-started), C(tensorfusion.ops/run-id)) is never overwritten; the
+        module warns that the report was not stored in the cluster.
       - Its content stays below the 1 MiB object limit - the three files as text when they fit;
         else gzip-compressed in C(binaryData) (C(report.json.gz), ...); else without the HTML page
         (a warning says so; C(report.json) holds everything the page shows). A report whose
@@ -70,6 +75,13 @@ options:
     default: localhost
   started:
     description: When the run began (ISO 8601); the first step's time when left out.
+    type: str
+  run_id:
+    description:
+      - The run's token (the runbooks' C(tfops_run_id), random, the same for every task of one run):
+        the report's folder and ConfigMap end in it, so that two runs started in the same second
+        never write one report. Without it they are named by the start time alone.
+      - Letters, digits, C(-), C(_) and C(.) (the runbooks' token is lowercase letters and digits).
     type: str
   steps:
     description:
@@ -220,13 +232,13 @@ dir:
   description: The run's folder (in check mode, the one that would be written); null when O(store=cluster).
   returned: always
   type: str
-  sample: /home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z
+  sample: /home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z-k3j2h4g5q1
 files:
   description: The files written.
   returned: always
   type: list
   elements: str
-  sample: [/home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z/report.html]
+  sample: [/home/ops/tfops-artifacts/upgrade-localhost-20261129T020001Z-k3j2h4g5q1/report.html]
 configmap:
   description:
     - The report's ConfigMap - C(ref) (C(configmap://<namespace>/<name>)), C(namespace), C(name),
@@ -237,9 +249,9 @@ configmap:
   returned: always
   type: dict
   sample:
-    ref: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z
+    ref: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z-k3j2h4g5q1
     namespace: tensor-fusion-sys
-    name: tfops-report-upgrade-localhost-20261129t020001z
+    name: tfops-report-upgrade-localhost-20261129t020001z-k3j2h4g5q1
     created: true
     content: plain
     dropped: []
@@ -248,7 +260,7 @@ report_ref:
   description: The C(ref) of RV(configmap), or null.
   returned: always
   type: str
-  sample: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z
+  sample: configmap://tensor-fusion-sys/tfops-report-upgrade-localhost-20261129t020001z-k3j2h4g5q1
 plan:
   description:
     - With O(check_run) and O(plan_identity), the sealed plan of this host - C(playbook), C(host),
@@ -283,6 +295,7 @@ def main():
              playbook=dict(type="str", required=True),
              inventory_host=dict(type="str", default="localhost"),
              started=dict(type="str"),
+             run_id=dict(type="str"),
              steps=dict(type="list", elements="dict", default=[]),
              results=dict(type="dict", default={}),
              snapshot=dict(type="dict"),

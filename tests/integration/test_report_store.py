@@ -3,13 +3,15 @@ precheck runbook, run with the ServiceAccount token of exactly its RBAC, keeps i
 ConfigMap in the release namespace (the same report.json as the local copy, no Secret value),
 hands its configmap:// reference to set_stats, and prunes that runbook's reports to keep; a
 check-mode run stores nothing; a token that may not create ConfigMaps costs a warning, never the
-local report nor the run's own failure."""
+local report nor the run's own failure; two runs started in the same second keep two reports."""
 import base64
 import json
+from datetime import datetime, timezone
+from pathlib import Path
 
 from kubernetes import client
 
-from .ansible_runner import run_playbook
+from .ansible_runner import run_playbook, start_playbook
 from .settle import settle
 
 NS = "tensor-fusion-sys"
@@ -99,3 +101,40 @@ def test_a_report_the_token_may_not_store_is_a_warning_not_a_lost_report(lab, ap
     record = json.loads(next((tmp_path / "artifacts").rglob("report.json")).read_text())
     assert record["status"] == "failed" and record["error"]["msg"].startswith("forbidden: list secrets")
     assert set(reports_of(core, "precheck")) == before
+
+
+def test_two_runs_started_in_the_same_second_keep_two_reports(lab, api_client, sa_kubeconfig, helm_bins, tmp_path):
+    """Two upgrade runs (their precheck only, as `--tags precheck` runs it: lock, window, precheck,
+    report) started together in the same UTC second: each keeps its own report, locally and in the
+    cluster, even when one of them is refused at the other's lock; neither replaces the other's."""
+    core = client.CoreV1Api(api_client)
+    settle(api_client)
+    before = set(reports_of(core, "upgrade"))
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    common = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")), "tfops_chart_repo": lab["tensorfusion"]["chart_repo"],
+              "tfops_helm_binary": helm_bins["3"], "tfops_artifacts_dir": str(tmp_path / "artifacts"),
+              "tfops_report_keep": 20,
+              # The start of both runs, as begin.yml records it: pinned, so that they fall in one second
+              # whatever the load of the machine.
+              "tfops_started": started}
+    jobs = [start_playbook("tensorfusion.ops.upgrade", common, args=["--tags", "precheck"]) for _i in range(2)]
+    runs = [job.finish(timeout=600) for job in jobs]
+    written = [run.task_results("Write the report") for run in runs]
+    assert [w["record"]["started"] for w in written] == [started, started]
+    run_ids = [w["record"]["run_id"] for w in written]
+    assert run_ids[0] and run_ids[1] and run_ids[0] != run_ids[1]
+    folders = [w["dir"] for w in written]
+    assert folders[0] != folders[1] and all(f.endswith(r) for f, r in zip(folders, run_ids)), folders
+    names = [w["configmap"]["name"] for w in written]
+    assert names[0] != names[1], names
+    stored = reports_of(core, "upgrade")
+    assert set(names) <= set(stored) and len(set(stored) - before) == 2
+    for run, w, name in zip(runs, written, names):
+        local = json.loads((Path(w["dir"]) / "report.json").read_text())
+        kept = json.loads(stored[name].data["report.json"])
+        assert local == kept and kept["run_id"] == w["record"]["run_id"], "each report is its own run's"
+        assert (run.rc == 0) == (kept["status"] == "unchanged"), (run.rc, kept["status"], kept["error"])
+        if run.rc != 0:  # refused at the other run's lock, its report still its own
+            assert kept["error"]["step"] == "lock" and "is held by" in kept["error"]["msg"], kept["error"]
+    for name in names:
+        core.delete_namespaced_config_map(name, NS)

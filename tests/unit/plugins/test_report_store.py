@@ -29,6 +29,34 @@ def test_the_name_is_a_dns_name_of_the_runbook_host_and_utc_start():
     assert DNS_SUBDOMAIN.match(report_store.configmap_name("upgrade", "--", "2026-11-29T02:00:01Z"))
 
 
+def test_two_runs_started_in_the_same_second_get_two_names_and_folders():
+    started = "2026-11-29T02:00:01.5Z"
+    one = report_store.configmap_name("upgrade", "lab", started, "k3j2h4g5q1")
+    two = report_store.configmap_name("upgrade", "lab", started, "a1b2c3d4e5")
+    assert one == "tfops-report-upgrade-lab-20261129t020001z-k3j2h4g5q1" and one != two
+    assert DNS_SUBDOMAIN.match(report_store.configmap_name("upgrade", "lab", started, "Run_ID.1"))
+    long = report_store.configmap_name("upgrade", "h" * 300, started, "k3j2h4g5q1")
+    assert len(long) <= 253 and long.endswith("-20261129t020001z-k3j2h4g5q1")
+    record = {"playbook": "upgrade", "host": "lab", "started": started}
+    assert report_render.run_folder_name(dict(record, run_id="k3j2h4g5q1")) == "upgrade-lab-20261129T020001Z-k3j2h4g5q1"
+    assert report_render.run_folder_name(dict(record, run_id="a1b2c3d4e5")) != \
+        report_render.run_folder_name(dict(record, run_id="k3j2h4g5q1"))
+    assert report_render.run_folder_name(record) == "upgrade-lab-20261129T020001Z", "no token: as before"
+
+
+def test_a_configmap_of_another_run_is_never_replaced():
+    mine = {"metadata": {"annotations": {report_store.RUN_STARTED: "2026-11-29T02:00:01.5Z",
+                                         report_store.RUN_ID: "k3j2h4g5q1"}}}
+    assert report_store.same_run(mine, "2026-11-29T02:00:01.5Z", "k3j2h4g5q1")
+    assert not report_store.same_run(mine, "2026-11-29T02:00:01.5Z", "a1b2c3d4e5")
+    assert not report_store.same_run(mine, "2026-11-29T02:00:01.7Z", "k3j2h4g5q1")
+    legacy = {"metadata": {"annotations": {report_store.RUN_STARTED: "2026-11-29T02:00:01.5Z"}}}
+    assert report_store.same_run(legacy, "2026-11-29T02:00:01.5Z", None)
+    body, _content, _dropped = report_store.configmap_body("ns", "n", "upgrade", "2026-11-29T02:00:01.5Z",
+                                                           {"report.json": "{}"}, run_id="k3j2h4g5q1")
+    assert body["metadata"]["annotations"][report_store.RUN_ID] == "k3j2h4g5q1"
+
+
 def test_labels_name_the_runbook_and_refuse_what_cannot_be_a_label():
     assert report_store.report_labels("rotate_secret") == {
         "app.kubernetes.io/managed-by": "tensorfusion.ops", "tensorfusion.ops/report-of": "rotate_secret"}

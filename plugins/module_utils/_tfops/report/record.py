@@ -248,6 +248,8 @@ def build_record(params, ended):
         "playbook": params["playbook"],
         "check_mode": bool(params.get("check_run")),
         "host": params.get("host"),
+        # The run's token: with the start time it names the run's report folder and ConfigMap.
+        "run_id": params.get("run_id") or None,
         "status": status,
         "resumable": status == "resumable",
         "failed": status in FAILING,

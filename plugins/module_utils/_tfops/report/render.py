@@ -282,9 +282,12 @@ def _write(path, text):
 
 
 def run_folder_name(record):
+    """``<playbook>-<host>-<UTC start>Z[-<run id>]``: the run's token keeps apart two runs started
+    in the same second."""
     stamp = record["started"].replace("-", "").replace(":", "").split(".")[0].rstrip("Z")
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in "%s-%s" % (record["playbook"], record["host"]))
-    return "%s-%sZ" % (safe, stamp)
+    run = "".join(c for c in str(record.get("run_id") or "") if c.isalnum() or c in "-_.")
+    return "%s-%sZ%s" % (safe, stamp, "-" + run if run else "")
 
 
 def report_files(record):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.lock import check_run_id
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
@@ -33,7 +34,7 @@ def store_in_cluster(ctx, record, files, folder):
     try:
         with ctx.connected() as kube:
             stored = report_store.store_in_cluster(kube, params["namespace"], record["playbook"], record["started"],
-                                                   record["host"], files, params["keep"])
+                                                   record["host"], files, params["keep"], record.get("run_id"))
     except TfopsError as exc:
         ctx.warn(NOT_STORED % (exc.msg, local))
         return None, bool(kube is not None and kube.written)
@@ -74,6 +75,7 @@ def run_report(ctx):
     try:
         if params["keep"] < 1:
             raise InvalidInput("keep must be 1 or more (this run's report is one of them), not %d" % params["keep"])
+        check_run_id(params.get("run_id"))
         if params["plan_max_age"] < 1:
             raise InvalidInput("plan_max_age must be a positive number of seconds, not %d" % params["plan_max_age"])
         # The record's host is the inventory host (the option is not named host: see auth).

@@ -21,6 +21,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 
 REPORT_OF = "tensorfusion.ops/report-of"
 RUN_STARTED = "tensorfusion.ops/run-started"
+RUN_ID = "tensorfusion.ops/run-id"
 CONTENT = "tensorfusion.ops/report-content"
 # etcd refuses objects over 1.5 MiB and the API server ConfigMaps over 1 MiB of data; the budget
 # leaves room for the metadata and the JSON framing of the keys.
@@ -34,10 +35,13 @@ def _dns_part(text):
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", str(text).lower())).strip("-") or "x"
 
 
-def configmap_name(playbook, host, started):
-    """``tfops-report-<runbook>-<host>-<UTC time of the run's start>``, a valid DNS subdomain.
-    Every report write of one run (before and after the lock's release) names the same one."""
+def configmap_name(playbook, host, started, run_id=None):
+    """``tfops-report-<runbook>-<host>-<UTC time of the run's start>[-<run id>]``, a valid DNS
+    subdomain. Every report write of one run (before and after the lock's release) names the same
+    one; the run's token (``run_id``) keeps apart two runs started in the same second."""
     stamp = parse_time(started).astimezone(datetime.timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+    if run_id:
+        stamp += "-" + _dns_part(run_id)
     head = NAME_PREFIX + _dns_part(playbook) + "-"
     room = MAX_NAME - len(head) - len(stamp) - 1
     return "%s%s-%s" % (head, _dns_part(host)[:room].strip("-") or "x", stamp)
@@ -82,10 +86,12 @@ def payload(files, budget=DATA_BUDGET):
         _size({}, {"report.json.gz": packed["report.json.gz"]}), budget))
 
 
-def configmap_body(namespace, name, playbook, started, files, budget=DATA_BUDGET):
+def configmap_body(namespace, name, playbook, started, files, budget=DATA_BUDGET, run_id=None):
     """The ConfigMap of a run's report, and how its content was packed (see payload)."""
     data, binary, content, dropped = payload(files, budget)
     annotations = {RUN_STARTED: started, CONTENT: content}
+    if run_id:
+        annotations[RUN_ID] = run_id
     if dropped:
         annotations["tensorfusion.ops/report-dropped"] = ",".join(dropped)
     body = {"apiVersion": "v1", "kind": "ConfigMap",
@@ -116,13 +122,20 @@ def reference(namespace, name):
     return "configmap://%s/%s" % (namespace, name)
 
 
-def store_in_cluster(kube, namespace, playbook, started, host, files, keep):
+def same_run(existing, started, run_id):
+    """Whether an existing report ConfigMap is this run's own earlier write (the report before the
+    lock's release), which this one replaces; another run's report is never overwritten."""
+    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(RUN_ID) == (run_id or None) and annotations.get(RUN_STARTED) == started
+
+
+def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_id=None):
     """Create this run's report ConfigMap (replace it when the run wrote it before: the report
     before the lock's release), then delete this runbook's reports beyond ``keep``."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 
-    name = configmap_name(playbook, host, started)
-    body, content, dropped = configmap_body(namespace, name, playbook, started, files)
+    name = configmap_name(playbook, host, started, run_id)
+    body, content, dropped = configmap_body(namespace, name, playbook, started, files, run_id=run_id)
     configmaps = kube.resource("ConfigMap", api_version="v1")
     desc = "configmaps/%s in %s" % (name, namespace)
     pruned = []
@@ -132,6 +145,14 @@ def store_in_cluster(kube, namespace, playbook, started, host, files, keep):
     except ApiError as exc:
         if exc.status != 409:
             raise
+        existing = kube.call("get", desc, configmaps.get, name=name, namespace=namespace).to_dict()
+        if not same_run(existing, started, run_id):
+            raise ApiError("configmaps/%s in %s holds the report of another run (started %s, run %s); "
+                           "not overwritten" % (name, namespace, ((existing.get("metadata") or {}).get(
+                               "annotations") or {}).get(RUN_STARTED),
+                               ((existing.get("metadata") or {}).get("annotations") or {}).get(RUN_ID)),
+                           status=409, verb="update", resource=desc)
+        body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         kube.call("update", desc, configmaps.replace, body=body, namespace=namespace)
         created = False
     if created:
