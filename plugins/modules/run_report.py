@@ -78,8 +78,8 @@ options:
     type: str
   run_id:
     description:
-      - The run's token (the runbooks' C(tfops_run_id), random, the same for every task of one run):
-        the report's folder and ConfigMap end in it, so that two runs started in the same second
+      - The run's token (the runbooks' C(tfops_run_id), random, the same for every task of one run).
+        The report's folder and ConfigMap end in it, so that two runs started in the same second
         never write one report. Without it they are named by the start time alone.
       - Letters, digits, C(-), C(_) and C(.) (the runbooks' token is lowercase letters and digits).
     type: str
