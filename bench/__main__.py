@@ -6,8 +6,9 @@
     python -m bench --parts 6 --fleet-clusters 4           # the fleet (starts its own labs)
 
 Parts: 1 completion latency, 2 runbook overhead, 3 API load, 4 precheck at scale, 5 module start-up,
-6 the fleet (clusters per execution node).
-Parts 1, 2, 3 (100 nodes) and 5 run on a 100-GPU-node lab; parts 3 (1,000 nodes) and 4 on a
+6 the fleet (clusters per execution node), 7 the runbook against each operator's own rollout time
+(the double at upstream's batch timing and at the lab's default; upstream's operator: blocked).
+Parts 1, 2, 3 (100 nodes), 5 and 7 run on a 100-GPU-node lab; parts 3 (1,000 nodes) and 4 on a
 1,000-GPU-node lab filled to 8,000 GPUs, 10,000 Pods and 2,000 workloads; part 6 on N + 1 small
 labs of its own (N at once, one alone for comparison). A lab this command
 starts it also stops. Prints the tables and writes bench/results/bench.json (parts run earlier
@@ -67,7 +68,7 @@ def _stamp(report):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", default="1,2,3,4,5,6")
+    parser.add_argument("--parts", default="1,2,3,4,5,6,7")
     parser.add_argument("--lab", help="state folder of a running lab for parts 1, 2, 3 (small) and 5")
     parser.add_argument("--big-lab", help="state folder of a running lab for parts 3 (big) and 4")
     parser.add_argument("--nodes", type=int, default=100, help="GPU nodes of the small lab (0: no small lab)")
@@ -107,7 +108,7 @@ def main(argv=None):
                     part("3_api_load_big", lambda: completion.run(state, tuple(args.big_contenders.split(",")),
                                                                           args.big_reps, idle=0),
                          lambda r: completion.render(r, "3. API load per rollout"))
-        if parts & {"1", "2", "3", "5"} and args.nodes:
+        if parts & {"1", "2", "3", "5", "7"} and args.nodes:
             with LabScope(args.lab, args.nodes, tmp) as state:
                 if parts & {"1", "3"}:
                     part("1_completion", lambda: completion.run(state, repetitions=args.reps),
@@ -119,6 +120,9 @@ def main(argv=None):
                     part("5_startup", lambda: startup.run(state), startup.render)
                 if "2" in parts:
                     part("2_runbook", lambda: runbook.run(state, repetitions=max(1, args.reps - 1)), runbook.render)
+                if "7" in parts:
+                    part("7_operators", lambda: runbook.run_operators(state, repetitions=max(1, args.reps - 1)),
+                         runbook.render_operators)
         if "6" in parts and args.fleet_clusters:
             part("6_fleet", lambda: fleet.run(tmp, args.fleet_clusters, args.fleet_gpu_nodes), fleet.render)
     path = _save(results)

@@ -1,8 +1,10 @@
-"""Part 2, runbook overhead: ``playbooks/upgrade.yml`` (a new hypervisor image for every pool, at
+"""Parts 2 and 7, runbook overhead: ``playbooks/upgrade.yml`` (a new hypervisor image for every pool, at
 20 % / 1 s) against the operator's own rollout time, read from the double's log (from the first
 status write of each campaign to its final synced write, overlapping campaigns merged). Where the
 rest goes: per role and per task, from the benchmark callback (ansible.posix's profile_tasks is
-not installed here; tfops_bench_times records the same start and end of each task)."""
+not installed here; tfops_bench_times records the same start and end of each task). Part 7 puts
+that ratio side by side per operator: the double at upstream's batch timing and at the lab's
+default, and upstream's own operator (blocked: not built)."""
 import time
 from collections import defaultdict
 
@@ -40,40 +42,45 @@ def rollout_seconds(writes, since, until):
     return total, len(spans)
 
 
+def one_run(lab, state, each_batch, pct, interval):
+    """One ``upgrade.yml`` run with a new hypervisor image for every pool (and, the first time,
+    the chart's newest version): the runbook's seconds against the operator's own rollout
+    seconds, and where the rest went, per role and task."""
+    from lab import paths
+    tfs = state["tensorfusion"]
+    with_chart = max(tfs.get("versions") or [tfs["chart_version"]])
+    lab.settle()
+    image = "%s:bench-runbook-%d" % (HV, int(time.time()))
+    extra = {"tfops_kubeconfig": state["kubeconfig"], "tfops_chart_repo": tfs["chart_repo"],
+             "tfops_chart_version": with_chart, "tfops_hypervisor_image": image,
+             "tfops_batch_percentage": pct, "tfops_batch_interval": interval, "tfops_each_batch": each_batch,
+             "tfops_helm_binary": str(paths.helm_binary("3")),
+             "tfops_artifacts_dir": "/tmp/tfops-bench-artifacts", "tfops_snapshot_dir": "/tmp/tfops-bench-snapshots"}
+    started = time.time()
+    ended, times, _proc = playbook(str(UPGRADE), extra)
+    total = ended - started
+    rollout, campaigns = rollout_seconds(lab.status_writes(), started, ended)
+    by_role, by_task = defaultdict(float), []
+    for task in times["tasks"]:
+        if task["end"] is None:
+            continue
+        secs = task["end"] - task["start"]
+        by_role[task["role"] or "(play)"] += secs
+        by_task.append({"task": task["task"], "role": task["role"], "seconds": round(secs, 3)})
+    by_task.sort(key=lambda t: -t["seconds"])
+    return {"each_batch": each_batch, "seconds": total, "rollout_seconds": rollout, "campaigns": campaigns,
+            "ratio": total / rollout if rollout else None, "chart": with_chart,
+            "by_role": dict(sorted(by_role.items(), key=lambda kv: -kv[1])), "top_tasks": by_task[:15]}
+
+
 def run(state, repetitions=2, pct=20, interval="1s"):
     if not UPGRADE.exists():
         raise RuntimeError("playbooks/upgrade.yml is not in the tree yet")
     lab = Lab(state)
     lab.set_gap_floor(1)
-    tfs = state["tensorfusion"]
-    from lab import paths
-    runs = []
-    with_chart = max(tfs.get("versions") or [tfs["chart_version"]])
     # Both ways the runbook follows a pool: a task per batch (default) and one task per pool,
     # compared on the runs after the first, which alone also upgrades the chart.
-    for each_batch in [True] + [False, True] * repetitions:
-        lab.settle()
-        image = "%s:bench-runbook-%d" % (HV, int(time.time()))
-        extra = {"tfops_kubeconfig": state["kubeconfig"], "tfops_chart_repo": tfs["chart_repo"],
-                 "tfops_chart_version": with_chart, "tfops_hypervisor_image": image,
-                 "tfops_batch_percentage": pct, "tfops_batch_interval": interval, "tfops_each_batch": each_batch,
-                 "tfops_helm_binary": str(paths.helm_binary("3")),
-                 "tfops_artifacts_dir": "/tmp/tfops-bench-artifacts", "tfops_snapshot_dir": "/tmp/tfops-bench-snapshots"}
-        started = time.time()
-        ended, times, _proc = playbook(str(UPGRADE), extra)
-        total = ended - started
-        rollout, campaigns = rollout_seconds(lab.status_writes(), started, ended)
-        by_role, by_task = defaultdict(float), []
-        for task in times["tasks"]:
-            if task["end"] is None:
-                continue
-            secs = task["end"] - task["start"]
-            by_role[task["role"] or "(play)"] += secs
-            by_task.append({"task": task["task"], "role": task["role"], "seconds": round(secs, 3)})
-        by_task.sort(key=lambda t: -t["seconds"])
-        runs.append({"each_batch": each_batch, "seconds": total, "rollout_seconds": rollout, "campaigns": campaigns,
-                     "ratio": total / rollout if rollout else None, "chart": with_chart,
-                     "by_role": dict(sorted(by_role.items(), key=lambda kv: -kv[1])), "top_tasks": by_task[:15]})
+    runs = [one_run(lab, state, each_batch, pct, interval) for each_batch in [True] + [False, True] * repetitions]
     by_way = dict((way, {"ratio": median(r["ratio"] for r in runs[1:] if r["each_batch"] is way),
                          "seconds": median(r["seconds"] for r in runs[1:] if r["each_batch"] is way)})
                   for way in (True, False))
@@ -81,6 +88,63 @@ def run(state, repetitions=2, pct=20, interval="1s"):
             "ratio": median(r["ratio"] for r in runs), "seconds": median(r["seconds"] for r in runs),
             "rollout_seconds": median(r["rollout_seconds"] for r in runs), "goal_ratio": 1.15,
             "each_batch": by_way[True], "one_task_per_pool": by_way[False]}
+
+
+# The operators part 7 puts side by side: the double at upstream's batch timing (its lab floor
+# batchGapFloorSeconds at 0: the next batch due once batchInterval has passed), the double at
+# the lab's default floor (3 s), and upstream's own operator, which the lab cannot run yet.
+DOUBLE_TIMINGS = (("double, upstream's batch timing (floor 0)", 0), ("double, lab default (floor 3 s)", 3))
+UPSTREAM_BLOCKED = (
+    "blocked: upstream's operator is not built (issue 38 parts 1-2): the Go module proxy refuses "
+    "github.com/NexusGPU/tensor-fusion at every version (`go list -m -versions "
+    "github.com/NexusGPU/tensor-fusion`: 403 Forbidden, \"This module version is not available.\"), "
+    "so there is no `lab up --operator upstream` to measure")
+
+
+def run_operators(state, repetitions=2, pct=20, interval="1s"):
+    """Part 7: ``upgrade.yml`` (one task per batch) against the operator's own rollout time - from
+    a campaign's first status write to its synced write, the physical limit of a rollout - per
+    operator. One warm-up run first (it also takes the chart to its newest version), then
+    ``repetitions`` runs per timing of the double, interleaved; upstream's column says why it is
+    empty."""
+    if not UPGRADE.exists():
+        raise RuntimeError("playbooks/upgrade.yml is not in the tree yet")
+    lab = Lab(state)
+    runs = dict((label, []) for label, _floor in DOUBLE_TIMINGS)
+    try:
+        lab.set_gap_floor(DOUBLE_TIMINGS[0][1])
+        warm_up = one_run(lab, state, True, pct, interval)
+        for _ in range(repetitions):
+            for label, floor in DOUBLE_TIMINGS:
+                lab.set_gap_floor(floor)
+                runs[label].append(one_run(lab, state, True, pct, interval))
+    finally:
+        lab.set_gap_floor(None)
+    operators = []
+    for label, floor in DOUBLE_TIMINGS:
+        mine = runs[label]
+        seconds, rollout = median(r["seconds"] for r in mine), median(r["rollout_seconds"] for r in mine)
+        operators.append({"operator": label, "gap_floor": floor, "runs": mine, "seconds": seconds,
+                          "rollout_seconds": rollout, "ratio": median(r["ratio"] for r in mine),
+                          "overhead_seconds": seconds - rollout if seconds is not None and rollout else None})
+    operators.append({"operator": "upstream", "blocked": UPSTREAM_BLOCKED})
+    return {"nodes": state.get("nodes"), "batch_percentage": pct, "batch_interval": interval,
+            "warm_up": warm_up, "operators": operators}
+
+
+def render_operators(report):
+    rows = []
+    for op in report["operators"]:
+        if op.get("blocked"):
+            rows.append([op["operator"], None, None, None, None, "blocked, see below"])
+        else:
+            rows.append([op["operator"], op["seconds"], op["rollout_seconds"], op["overhead_seconds"],
+                         op["ratio"], "median of %d" % len(op["runs"])])
+    text = table("7. runbook against each operator's own rollout time: upgrade.yml on %s nodes at %s%% / %s"
+                 % (report["nodes"], report["batch_percentage"], report["batch_interval"]),
+                 ["operator", "runbook s", "operator's rollout s", "runbook - rollout s", "ratio", ""], rows)
+    return text + "".join("\n%s: %s" % (op["operator"], op["blocked"]) for op in report["operators"]
+                          if op.get("blocked"))
 
 
 def render(report):

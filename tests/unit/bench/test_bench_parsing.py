@@ -156,3 +156,14 @@ def test_processes_cpu_seconds_counts_a_busy_child_and_nothing_for_a_gone_pid():
         child.kill()
         child.wait()
     assert processes_cpu_seconds([child.pid]) == 0.0
+
+
+def test_the_operators_table_gives_each_double_timing_and_why_upstream_is_empty():
+    from bench.runbook import UPSTREAM_BLOCKED, render_operators
+    report = {"nodes": 10, "batch_percentage": 20, "batch_interval": "1s", "operators": [
+        {"operator": "double, upstream's batch timing (floor 0)", "runs": [{}, {}], "seconds": 40.0,
+         "rollout_seconds": 10.0, "overhead_seconds": 30.0, "ratio": 4.0},
+        {"operator": "upstream", "blocked": UPSTREAM_BLOCKED}]}
+    text = render_operators(report)
+    assert "40.00" in text and "10.00" in text and "4.00" in text and "median of 2" in text
+    assert "upstream: blocked:" in text and "403 Forbidden" in text
