@@ -99,6 +99,21 @@ options:
       - The holder identity of the run asking (a runbook's precheck under its own lock); that
         holder's lock is no finding.
     type: str
+  retry_timeout:
+    description:
+      - Seconds during which a read that fails in a way that can heal (the API server refuses or
+        resets connections while it restarts, answers 429 or 5xx, or denies for a moment after
+        it came back) is tried again, with capped exponential backoff; each outage ridden out
+        becomes a warning. V(0) with no O(deadline) fails at once.
+    type: int
+    default: 0
+  deadline:
+    description:
+      - An absolute time (ISO 8601, for example a maintenance window's deadline) until which
+        such reads are tried again; with O(retry_timeout) too, the earlier of the two ends the
+        retries. The runbooks' precheck and verify set it to the run's deadline, so that an API
+        server outage within it is ridden out instead of failing the step.
+    type: str
   findings_per_code:
     description:
       - At most this many findings of one code; the rest of that code are counted in one
@@ -152,6 +167,12 @@ author:
 EXAMPLES = r"""
 - name: Health picture before a change
   tensorfusion.ops.tf_cluster_info:
+  register: tf_health
+
+- name: Health picture after a change, riding out an API server restart until the window's deadline
+  tensorfusion.ops.tf_cluster_info:
+    retry_timeout: 300
+    deadline: "{{ window.deadline }}"
   register: tf_health
 
 - name: Treat any pool with fewer than 8 ready nodes as blocking
@@ -290,6 +311,8 @@ def main():
              workloads=dict(type="bool", default=True),
              cached_reads=dict(type="bool", default=True),
              findings_per_code=dict(type="int", default=20),
+             retry_timeout=dict(type="int", default=0),
+             deadline=dict(type="str"),
              lock_name=dict(type="str", default="tensorfusion-ops-maintenance"),
              own_lock_holder=dict(type="str"),
              rules=dict(type="list", elements="dict", default=[], options=dict(
