@@ -268,8 +268,12 @@ options:
     default: fail
   restore_component_config:
     description:
-      - With O(snapshot), also restore the bundle's TensorFusionCluster C(componentConfig) and wait
-        for the GPU pools to roll it out.
+      - With O(snapshot), also restore each pool of the bundle's TensorFusionClusters as it was
+        captured - its C(componentConfig) and its rolling policy
+        (C(nodeManagerConfig.nodePoolRollingUpdatePolicy) - C(batchPercentage), C(batchInterval), the
+        C(autoUpdate*) flags, the maintenance window) - and wait for the GPU pools to roll what
+        changed. Every other field of a live pool is kept. A pool the helm rollback itself moved
+        (O(keep_pools=false)) is restored too.
     type: bool
     default: true
   stall_timeout:
@@ -364,6 +368,16 @@ revision_before:
   returned: always
   type: int
   sample: 4
+chart_version_before:
+  description: Chart version of the release's last revision before the task; null when it did not exist.
+  returned: always
+  type: str
+  sample: 1.8.6
+app_version_before:
+  description: App version of the release's last revision before the task; null when it did not exist.
+  returned: always
+  type: str
+  sample: 2.16.0
 revision_after:
   description: The release's last revision after the task.
   returned: always
@@ -414,12 +428,25 @@ recovered:
   type: dict
   sample: {from_status: pending-upgrade, from_revision: 6, to_revision: 5}
 component_config:
-  description: Per pool of the snapshot's TensorFusionClusters whose componentConfig was restored, the components it moved and waited for.
+  description:
+    - Per pool of the snapshot's TensorFusionClusters whose componentConfig or rolling policy was
+      restored (or would be, in check mode), the components it moved and waited for, whether it
+      was written, and C(restored) - what changed field by field, each C({field, from, to}) or, for
+      a Pod template or patch, C({field, hidden=true}) (never its content).
   returned: when snapshot is used
   type: list
   elements: dict
   sample:
-    - {cluster: tensor-fusion, pool: shared, gpupool: tensor-fusion-shared, changed_components: [hypervisor], waited_for: [hypervisor]}
+    - cluster: tensor-fusion
+      pool: shared
+      gpupool: tensor-fusion-shared
+      changed_components: [hypervisor]
+      waited_for: [hypervisor]
+      written: true
+      restored:
+        - {field: hypervisor.image, from: "tensorfusion/tensor-fusion-hypervisor:2.17.0",
+           to: "tensorfusion/tensor-fusion-hypervisor:2.16.0"}
+        - {field: batchPercentage, from: 34, to: 17}
 crds:
   description: With O(apply_crds), each CRD of the chart and whether the apply changed it.
   returned: when state is present

@@ -5,7 +5,9 @@ run), a fleet of two labs (canary, then wave) and the rollback runbook, which pu
 back to chart 1.8.6 and its original images."""
 import json
 import re
+import select
 import stat
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -304,6 +306,49 @@ def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, l
     settle(api_client)
 
 
+def read_until(job, pattern, timeout):
+    """Read the run's output line by line until a line matches ``pattern``; the lines read (the
+    run's later output is still what finish() returns)."""
+    lines, end = [], time.monotonic() + timeout
+    while time.monotonic() < end:
+        ready, _w, _x = select.select([job.proc.stdout], [], [], 1.0)
+        if not ready:
+            continue
+        line = job.proc.stdout.readline()
+        if not line:
+            raise AssertionError("the run ended before %r: %s" % (pattern, "".join(lines[-40:])))
+        lines.append(line)
+        if re.search(pattern, line):
+            return lines
+    raise AssertionError("no %r within %ss: %s" % (pattern, timeout, "".join(lines[-40:])))
+
+
+def test_an_api_server_outage_as_verify_begins_is_ridden_out_and_nothing_is_rolled_back(rb, lab, api_client, at_2_17_0):
+    """kube-apiserver stopped for 10 s the moment the pools step has finished its rollout (what is
+    left of the step reads nothing from the cluster): verify begins in the outage, rides it out
+    within its deadline and passes; the run succeeds, nothing is rolled back, and the report
+    records the outage as a warning of the verify step."""
+    image = HV + "2.17.12"
+    job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):]), env={"PYTHONUNBUFFERED": "1"})
+    outage = threading.Thread(target=cluster.outage, args=(lab["state_dir"], 10))
+    try:
+        read_until(job, r"tensor-fusion-shared: hypervisor 100%", timeout=600)
+        outage.start()
+    finally:
+        run = job.finish(timeout=900)
+        if outage.ident:
+            outage.join()
+    assert run.rc == 0, run.stdout[-3000:]
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rep["status"] == "succeeded" and rec["rollback"] is None and not rec["unverified"], rec["error"]
+    assert [s["name"] for s in rec["steps"]][-4:] == ["pools", "verify", "unlock", "report"]
+    assert [w for w in rec["warnings"] if w["step"] == "verify" and "could not be used for" in w["msg"]], rec["warnings"]
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == image
+    assert release_chart(api_client) == V2 and lease_holder(api_client) is None
+    settle(api_client)
+
+
 def test_an_outage_past_the_window_leaves_an_honest_trail(rb, lab, api_client, upgraded, before_pools):
     """The API server goes away just before the window's end and stays away: the pools step fails
     at the deadline; the rollback is not started against an absent API server (it waits for it
@@ -432,6 +477,54 @@ def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_p
         assert hosts.index("main") > max(i for i, h in enumerate(hosts) if h == "canary")
     finally:
         cluster.down(state_dir)
+
+
+def test_the_rollback_restores_a_changed_rolling_policy_and_reports_each_pool_and_the_chart_before(
+        rb, api_client, upgraded):
+    """A hand-set batchPercentage of 17 when the restore point is taken; the upgrade sets 34 and a
+    new image; the rollback runbook to that restore point puts back the pool's whole spec - image
+    and rolling policy - and its report names the pool restored, field by field, and the chart
+    version it came from (also in set_stats)."""
+    custom = client.CustomObjectsApi(api_client)
+    edited = tfc(api_client)
+    before_image = pool_template(edited)["componentConfig"]["hypervisor"]["image"]
+    policy = pool_template(edited)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    policy.update(batchPercentage=17, autoUpdateHypervisor=True)  # the policy moves no hash: no campaign
+    custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC, edited)
+    settle(api_client)
+    image = HV + "2.17.21"
+    run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):], tfops_batch_percentage=34),
+                       timeout=900)
+    assert run.rc == 0, run.stdout[-3000:]
+    snapshot = report_of(run)["record"]["snapshot"]["path"]
+    now = pool_template(tfc(api_client))
+    assert now["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 34
+    assert now["componentConfig"]["hypervisor"]["image"] == image
+    settle(api_client)
+
+    back = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=snapshot), timeout=900)
+    assert back.rc == 0, back.stdout[-3000:]
+    restored = pool_template(tfc(api_client))
+    assert restored["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 17, \
+        "the rolling policy the restore point captured"
+    assert restored["componentConfig"]["hypervisor"]["image"] == before_image
+    rep = report_of(back)
+    rec = rep["record"]
+    assert rep["status"] == "succeeded" and rec["rollback"]["ok"]
+    assert rec["versions"]["before"]["chart_version"] == V2 and rec["rollback"]["chart_version_before"] == V2
+    assert "chart none" not in rep["summary"] and "(chart %s)" % V2 in rep["summary"], rep["summary"]
+    pool, = rec["rollback"]["pools"]
+    assert pool["gpupool"] == POOL and pool["written"]
+    assert {"field": "batchPercentage", "from": 34, "to": 17} in pool["restored"], pool["restored"]
+    assert {"field": "hypervisor.image", "from": image, "to": before_image} in pool["restored"], pool["restored"]
+    md = Path(rep["dir"], "report.md").read_text()
+    assert "pools restored: %s" % POOL in md and "batchPercentage 34 -> 17" in md, md
+    assert "nothing rolled" not in md, md
+    stats = back.task_results("Hand the outcome to AWX workflows")["ansible_stats"]["data"]
+    assert stats["tfops_runs"]["localhost"]["chart_version_before"] == V2
+    assert lease_holder(api_client) is None
+    check_files(rep)
+    settle(api_client)
 
 
 @pytest.mark.smoke

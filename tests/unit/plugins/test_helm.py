@@ -471,8 +471,8 @@ def test_restore_plan_takes_masked_secrets_from_the_cluster_or_refuses():
     assert redact.value_hash("LIC-1") not in json.dumps(saved), "keyed, not a bare hash"
     [(pool, _before, after, changed, gpupool)] = plan_cluster(saved, pool_tfc("LIC-1", "hv:new"), KEY)
     assert (pool, changed, gpupool) == ("shared", ["hypervisor"], "tensor-fusion-shared")
-    assert after["hypervisor"]["image"] == "hv:old"
-    assert after["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
+    assert after["componentConfig"]["hypervisor"]["image"] == "hv:old"
+    assert after["componentConfig"]["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
     assert plan_cluster(saved, pool_tfc("LIC-1", "hv:old"), KEY) == []
     with pytest.raises(InvalidInput):
         plan_cluster(saved, pool_tfc("LIC-2", "hv:new"), KEY)
@@ -481,4 +481,4 @@ def test_restore_plan_takes_masked_secrets_from_the_cluster_or_refuses():
     # A bundle taken before keyed fingerprints (bare sha256, allow_unsigned) still restores.
     legacy = redact.mask_object(snapshots.clean_object(pool_tfc("LIC-1", "hv:old")))
     [(_pool, _before, after, _changed, _gp)] = plan_cluster(legacy, pool_tfc("LIC-1", "hv:new"))
-    assert after["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
+    assert after["componentConfig"]["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"

@@ -290,3 +290,54 @@ def test_a_failed_rotation_lists_what_it_created_modified_and_put_back_in_every_
 
 def _minimal_record():
     return report.build_record(dict(upgrade_params(), results={}, playbook="rotate_secret"), "2026-11-30T02:10:00Z")
+
+
+def test_a_verify_that_could_not_reach_the_api_server_is_no_rollback_and_says_so():
+    results = dict(upgrade_params()["results"], verify={
+        "failed": True, "unreachable": True, "api_server": "https://k8s:6443",
+        "msg": "cannot reach the API server https://k8s:6443 to list pods: Connection refused"})
+    error = {"step": "verify", "task": "Gather the health picture after the change", "msg": results["verify"]["msg"]}
+    rec = report.build_record(upgrade_params(results=results, error=error), "2026-11-29T02:01:30Z")
+    assert rec["status"] == "failed" and rec["changed"] and rec["unverified"] and rec["rollback"] is None
+    assert "verify could not reach the API server" in report.summary_line(rec)
+    assert "not rolled back" in report.summary_line(rec)
+    finding = dict(results, verify=dict(info({"hypervisor": "hv:2"}), failed=True, msg="verify failed: a pool is not Running"))
+    rec = report.build_record(upgrade_params(results=finding, error=dict(error, msg="verify failed")), "2026-11-29T02:01:30Z")
+    assert not rec["unverified"], "a finding is a finding"
+
+
+def rollback_run_params():
+    rollback = {"changed": True, "chart": "tensor-fusion", "chart_version": "1.8.6", "app_version": "2.16.0",
+                "chart_version_before": "1.8.7", "app_version_before": "2.17.0", "revision_before": 5,
+                "revision_after": 6, "target_revision": 3, "method": "upgrade-to-stored-chart",
+                "snapshot": {"path": "secret://tf/snap"},
+                "component_config": [{"cluster": "tensor-fusion", "pool": "shared", "gpupool": "tensor-fusion-shared",
+                                      "changed_components": [], "waited_for": [], "written": True,
+                                      "restored": [{"field": "batchPercentage", "from": 34, "to": 17},
+                                                   {"field": "worker.podTemplate", "hidden": True}]}]}
+    return {"playbook": "rollback", "host": "lab", "started": T0,
+            "steps": marks("lock", "window", "rollback", "verify_after_rollback"),
+            "results": {"lock": {"changed": True}, "rollback": rollback,
+                        "verify_after_rollback": info({"hypervisor": "hv:1"})},
+            "snapshot": {"path": "secret://tf/snap", "revision": 3, "chart_version": "1.8.6"}}
+
+
+def test_a_rollback_run_reports_the_chart_it_came_from_and_each_pool_it_restored():
+    rec = report.build_record(rollback_run_params(), "2026-11-29T02:01:30Z")
+    assert rec["status"] == "succeeded" and rec["rollback"]["ok"]
+    assert rec["versions"]["before"]["chart_version"] == "1.8.7" and rec["versions"]["after"]["chart_version"] == "1.8.6"
+    assert "(chart 1.8.7 -> 1.8.6)" in report.summary_line(rec)
+    assert rec["rollback"]["chart_version_before"] == "1.8.7"
+    assert rec["rollback"]["pools"] == [{"gpupool": "tensor-fusion-shared", "written": True, "waited_for": [],
+                                         "restored": [{"field": "batchPercentage", "from": 34, "to": 17},
+                                                      {"field": "worker.podTemplate", "hidden": True}]}]
+    pool, = rec["pools"]
+    assert pool["gpupool"] == "tensor-fusion-shared" and pool["restored"]
+    md = report_render.render_markdown(rec)
+    assert "Rollback: chart 1.8.7 -> 1.8.6, release revision 5 -> 6 (revision 3 recorded" in md
+    assert "pools restored: tensor-fusion-shared" in md
+    assert "Pool tensor-fusion-shared: no campaign; restored by the rollback: batchPercentage 34 -> 17, " \
+           "worker.podTemplate changed" in md
+    assert "nothing rolled" not in md
+    html = report_render.render_html(rec)
+    assert "<h2>Rollback</h2>" in html and "batchPercentage 34 -&gt; 17" in html

@@ -299,6 +299,45 @@ class CampaignTracker:
         return "%s: campaign %s at %s%%" % (self.comp, self.campaign, self.progress or 0)
 
 
+# Component fields a plan or report shows with their values (images, ports, endpoints); any other
+# field (Pod templates and patches, which may hold secrets) is named only.
+SHOWN_FIELDS = ("image", "vectorImage", "portNumber", "enableVector", "operatorEndpoint",
+                "remoteModeImage", "embeddedModeImage")
+
+
+def pool_view(template):
+    """What a change run moves of a pool's specTemplate, and a restore point gives back: its
+    componentConfig (images, Pod templates, ...) and its rolling policy (batchPercentage,
+    batchInterval, the autoUpdate flags, the maintenance window); policy None when the template
+    has no nodeManagerConfig at all."""
+    template = template or {}
+    return {"componentConfig": template.get("componentConfig") or {},
+            "policy": policy_of(template) if "nodeManagerConfig" in template else None}
+
+
+def field_changes(before, after):
+    """What differs between two pool_views, field by field, for plans and reports: each
+    {field, from, to}, or {field, hidden: true} for a Pod template or patch (never its content)."""
+    changes = []
+    b_config, a_config = before["componentConfig"], after["componentConfig"]
+    for comp in sorted(set(b_config) | set(a_config)):
+        b, a = b_config.get(comp) or {}, a_config.get(comp) or {}
+        for field in sorted(set(b) | set(a)):
+            if b.get(field) == a.get(field):
+                continue
+            item = {"field": "%s.%s" % (comp, field)}
+            if field in SHOWN_FIELDS:
+                item.update({"from": b.get(field), "to": a.get(field)})
+            else:
+                item["hidden"] = True
+            changes.append(item)
+    b_policy, a_policy = before["policy"] or {}, after["policy"] or {}
+    for field in sorted(set(b_policy) | set(a_policy)):
+        if b_policy.get(field) != a_policy.get(field):
+            changes.append({"field": field, "from": b_policy.get(field), "to": a_policy.get(field)})
+    return changes
+
+
 def redact_for_diff(value):
     """Env values whose names look secret (licences, tokens, keys) masked in diffs and results."""
     if isinstance(value, dict):

@@ -294,6 +294,13 @@ def summary(info):
             "chart_version": info.get("chart_version"), "app_version": info.get("app_version")}
 
 
+def before_versions(info):
+    """The chart and app version of the release before the task (None for each when it did not
+    exist): a rollback's report says which chart it came from."""
+    return {"chart_version_before": (info or {}).get("chart_version"),
+            "app_version_before": (info or {}).get("app_version")}
+
+
 def on_secret(ctx):
     """How the helm tasks register secret-looking strings: masked wherever they show (three
     characters or more: shorter fragments would mask unrelated text)."""
@@ -408,6 +415,7 @@ class ReleaseTask(Task):
         self.on_secret(params_secrets(params))
         current, history = self._current()
         self.result["revision_before"] = current["revision"] if current else None
+        self.result.update(before_versions(current))
         recovered = self._handle_pending(history)
         if recovered and self.check_mode:
             self.warnings.append("check mode: the release is pending; after the recovery rollback "
@@ -512,6 +520,7 @@ class ReleaseTask(Task):
             raise ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
                                   "roll back" % (params["name"], params["namespace"]))
         self.result["revision_before"] = current["revision"]
+        self.result.update(before_versions(current))
         if expect is not None and revision not in [r["revision"] for r in history]:
             raise InvalidInput(
                 "the snapshot's revision %s of release %s is no longer in its history (helm keeps "

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Restoring the componentConfig of a snapshot's TensorFusionClusters: the write goes through
+"""Restoring the pools of a snapshot's TensorFusionClusters - each pool's componentConfig and its
+rolling policy (batchPercentage, batchInterval, the autoUpdate flags): the write goes through
 gpupool's ClusterEditor (optimistic, keeps other fields) and the wait is gpupool_rollout's
 campaign-tracking, stale-status-guarded RolloutWait."""
 
@@ -28,10 +29,23 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.bundl
 MAX_FOLLOWS = 5
 
 
+def with_restored(live_template, restored):
+    """``live_template`` with the parts of ``restored`` (a gpupool/plan.py pool_view) a restore
+    gives back; every other field of the live pool is kept as it is."""
+    new = copy.deepcopy(live_template or {})
+    new["componentConfig"] = copy.deepcopy(restored["componentConfig"])
+    if restored["policy"] is not None:
+        new.setdefault("nodeManagerConfig", {})["nodePoolRollingUpdatePolicy"] = copy.deepcopy(restored["policy"])
+    else:
+        (new.get("nodeManagerConfig") or {}).pop("nodePoolRollingUpdatePolicy", None)
+    return new
+
+
 def plan_cluster(saved_tfc, current_tfc, key=None):
-    """[(pool entry name, current componentConfig, restored componentConfig, changed components)]
-    for the pools of a saved cluster that still exist and whose componentConfig differs
-    (``key``: the bundle's signing.BundleKey, for its keyed fingerprints of secret values)."""
+    """[(pool entry name, current restorable view, restored view, changed components, GPUPool
+    name)] for the pools of a saved cluster that still exist and whose componentConfig or rolling
+    policy differs (``key``: the bundle's signing.BundleKey, for its keyed fingerprints of secret
+    values); see rollout.pool_view()."""
     plans = []
     current_entries = dict((e.get("name"), e) for e in (current_tfc.get("spec") or {}).get("gpuPools") or [])
     for entry in (saved_tfc.get("spec") or {}).get("gpuPools") or []:
@@ -39,37 +53,45 @@ def plan_cluster(saved_tfc, current_tfc, key=None):
         if live is None:
             continue
         live_template = live.get("specTemplate") or {}
-        current_cc = live_template.get("componentConfig") or {}
-        saved_cc = unmask_like((entry.get("specTemplate") or {}).get("componentConfig") or {},
-                               current_cc, "%s pool %s componentConfig" % (
-                                   saved_tfc["metadata"]["name"], entry.get("name")), key)
-        if saved_cc == current_cc:
+        current = rollout.pool_view(live_template)
+        saved = rollout.pool_view(entry.get("specTemplate") or {})
+        saved["componentConfig"] = unmask_like(saved["componentConfig"], current["componentConfig"],
+                                               "%s pool %s componentConfig" % (
+                                                   saved_tfc["metadata"]["name"], entry.get("name")), key)
+        if saved == current:
             continue
-        new_template = dict(copy.deepcopy(live_template), componentConfig=saved_cc)
-        plans.append((entry["name"], current_cc, saved_cc,
-                      rollout.hash_changed_components(live_template, new_template),
+        plans.append((entry["name"], current, saved,
+                      rollout.hash_changed_components(live_template, with_restored(live_template, saved)),
                       rollout.gpupool_name(current_tfc, list(current_entries).index(entry["name"]))))
     return plans
 
 
-def _set_component_config(pool_name, component_config, resume=False):
+def restored_template(live_template, restored, resume=False):
+    """The pool's specTemplate a restore writes: ``live_template`` with the restored parts and,
+    with ``resume``, autoUpdateHypervisor on (the hold of the chart step, or a pause of this
+    collection, ends with the write)."""
+    template = with_restored(live_template, restored)
+    return rollout.set_auto_update(template, ["hypervisor"], True) if resume else template
+
+
+def _restore_pool(pool_name, restored, resume=False):
+    """The write of a restore (restored_template); the pause marker keeps only the components
+    whose flag stays off."""
     def transform(tfc):
         index = rollout.find_pool_index(tfc, pool_name)
-        template = tfc["spec"]["gpuPools"][index]["specTemplate"]
-        template["componentConfig"] = copy.deepcopy(component_config)
-        if resume:  # the hold of the chart step ends with this write
-            tfc["spec"]["gpuPools"][index]["specTemplate"] = rollout.set_auto_update(template, ["hypervisor"], True)
-            marker = [c for c in paused_marker(tfc).get(pool_name, []) if c != "hypervisor"]
-            tfc = with_paused_marker(tfc, pool_name, marker)
-        return tfc
+        template = restored_template(tfc["spec"]["gpuPools"][index]["specTemplate"], restored, resume)
+        tfc["spec"]["gpuPools"][index]["specTemplate"] = template
+        marker = [c for c in paused_marker(tfc).get(pool_name, []) if not rollout.auto_update(template, c)]
+        return with_paused_marker(tfc, pool_name, marker)
     return transform
 
 
 class ComponentConfigRestore:
-    """Restore the saved componentConfig of every pool that differs, around a helm rollback:
-    ``prepare()`` before it (what differs now, the watches and the campaign trackers, so that a
-    campaign the helm rollback itself starts is seen), ``finish()`` after it (write what still
-    differs, then the guarded wait)."""
+    """Restore the saved componentConfig and rolling policy of every pool that differs (see
+    restorable), around a helm rollback: ``prepare()`` before it (what differs now, the watches
+    and the campaign trackers, so that a campaign the helm rollback itself starts is seen),
+    ``finish()`` after it (what the helm rollback made differ too, then write what still differs,
+    then the guarded wait)."""
 
     def __init__(self, kube, clusters, check_mode, wait, deadline, stall_timeout=600,
                  namespace=None, key=None):
@@ -92,35 +114,41 @@ class ComponentConfigRestore:
                 current = editor.read()
             except InvalidInput:
                 self.warnings.append("TensorFusionCluster %s of the snapshot no longer exists; "
-                                     "its componentConfig was not restored" % name)
+                                     "its pools were not restored" % name)
                 continue
-            for pool, before, after, changed, gpupool in plan_cluster(saved, current, self.key):
-                plan = {"editor": editor, "pool": pool, "before": before, "after": after,
-                        "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
-                        "trackers": []}
-                if "hypervisor" in changed and "hypervisor" in paused_marker(current).get(pool, []):
-                    # Paused by this collection (a failed health gate, a window's end): the
-                    # restore's write resumes it, or the restored hypervisor would never roll.
-                    plan["resume"] = True
-                if not self.check_mode and self.wait and changed:
-                    self._start_wait(plan, current)
-                self.plans.append(plan)
+            self._plan(saved, editor, current)
         return self.plans
+
+    def _plan(self, saved, editor, current):
+        """Plan (and watch) every pool of ``saved`` that differs in ``current`` and is not planned."""
+        for pool, before, after, changed, gpupool in plan_cluster(saved, current, self.key):
+            if any(p["editor"].name == editor.name and p["pool"] == pool for p in self.plans):
+                continue
+            plan = {"editor": editor, "pool": pool, "before": before, "after": after,
+                    "changed": changed, "gpupool": gpupool, "waits": [], "watcher": None,
+                    "trackers": [], "changes": rollout.field_changes(before, after)}
+            if "hypervisor" in changed and "hypervisor" in paused_marker(current).get(pool, []):
+                # Paused by this collection (a failed health gate, a window's end): the
+                # restore's write resumes it, or the restored hypervisor would never roll.
+                plan["resume"] = True
+            if not self.check_mode and self.wait and changed:
+                self._start_wait(plan, current)
+            self.plans.append(plan)
 
     def resume_held(self, held):
         """The pools [(cluster, entry)] whose hypervisors the chart step held for a ProviderConfig
-        change: the restore's write (componentConfig, if it differs, and the flag back on) resumes
-        each, and its campaign is waited for like a restored one."""
+        change: the restore's write (componentConfig and policy, if they differ, and the flag back
+        on) resumes each, and its campaign is waited for like a restored one."""
         for cluster, entry in held:
             plan = next((p for p in self.plans if p["editor"].name == cluster and p["pool"] == entry), None)
             editor = plan["editor"] if plan else ClusterEditor(self.kube, cluster)
             current = editor.read()
             index = rollout.find_pool_index(current, entry)
             if plan is None:
-                config = (current["spec"]["gpuPools"][index]["specTemplate"].get("componentConfig") or {})
-                plan = {"editor": editor, "pool": entry, "before": config, "after": config,
+                view = rollout.pool_view(current["spec"]["gpuPools"][index]["specTemplate"])
+                plan = {"editor": editor, "pool": entry, "before": view, "after": view,
                         "changed": [], "gpupool": rollout.gpupool_name(current, index), "waits": [],
-                        "watcher": None, "trackers": []}
+                        "watcher": None, "trackers": [], "changes": []}
                 self.plans.append(plan)
             plan["resume"] = True
             plan["changed"] = sorted(set(plan["changed"]) | {"hypervisor"})
@@ -130,9 +158,8 @@ class ComponentConfigRestore:
 
     def _start_wait(self, plan, tfc):
         observer = PoolObserver(self.kube, plan["gpupool"], self.namespace)
-        spec = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
-        if plan.get("resume"):
-            spec = rollout.set_auto_update(spec, ["hypervisor"], True)
+        live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
+        spec = restored_template(live, plan["after"], plan.get("resume"))
         for comp in plan["changed"]:
             if not rollout.auto_update(spec, comp):
                 self.warnings.append("%s: autoUpdate is false on pool %s; the restored %s "
@@ -150,22 +177,37 @@ class ComponentConfigRestore:
             plan["trackers"] = [rollout.CampaignTracker(c, before, changed=True) for c in plan["waits"]]
 
     def finish(self):
+        if not self.check_mode:
+            # A pool the helm rollback itself moved away from the restore point (keep_pools off:
+            # the target revision's pools, as the chart rendered them) is restored too.
+            for saved in self.clusters:
+                try:
+                    editor = ClusterEditor(self.kube, saved["metadata"]["name"])
+                    self._plan(saved, editor, editor.read())
+                except InvalidInput:
+                    continue
         return [self._finish(plan) for plan in self.plans]
 
     def _finish(self, plan):
         editor, pool = plan["editor"], plan["pool"]
+        changes = list(plan["changes"])
+        if plan.get("resume") and not any(c["field"] == "autoUpdateHypervisor" and c.get("to") is True
+                                          for c in changes):
+            changes.append({"field": "autoUpdateHypervisor", "from": False, "to": True})
         item = {"cluster": editor.name, "pool": pool, "gpupool": plan["gpupool"],
                 "changed_components": plan["changed"], "waited_for": plan["waits"], "written": False,
-                "diff": {"before_header": "%s pool %s componentConfig" % (editor.name, pool),
-                         "after_header": "%s pool %s componentConfig" % (editor.name, pool),
+                "restored": changes,
+                "diff": {"before_header": "%s pool %s componentConfig and rolling policy" % (editor.name, pool),
+                         "after_header": "%s pool %s componentConfig and rolling policy" % (editor.name, pool),
                          "before": rollout.redact_for_diff(plan["before"]),
                          "after": rollout.redact_for_diff(plan["after"])}}
         if self.check_mode:
             return item
         tfc = editor.read()
         live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, pool)]["specTemplate"]
-        if (live.get("componentConfig") or {}) != plan["after"] or plan.get("resume"):
-            editor.update(_set_component_config(pool, plan["after"], plan.get("resume")))
+        plan["expected"] = rollout.pool_view(restored_template(live, plan["after"], plan.get("resume")))
+        if rollout.pool_view(live) != plan["expected"] or (plan.get("resume") and "hypervisor" in paused_marker(tfc).get(pool, [])):
+            editor.update(_restore_pool(pool, plan["after"], plan.get("resume")))
             item["written"] = True
         if plan["waits"]:
             item["timeline"], item["superseded"] = self._wait(editor, plan)
@@ -185,7 +227,7 @@ class ComponentConfigRestore:
             except Superseded as exc:
                 tfc = editor.read()
                 live = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, plan["pool"])]["specTemplate"]
-                if (live.get("componentConfig") or {}) != plan["after"]:
+                if rollout.pool_view(live) != plan["expected"]:
                     raise
                 timeline += waiter.timeline
                 superseded.append(exc.details.get("superseded_by"))

@@ -134,6 +134,39 @@ def release_version(release=None, snapshot_meta=None):
     return {}
 
 
+def release_before(rollback):
+    """The release before a rollback (its helm_release result's *_before): what a rollback run,
+    which takes no snapshot of its own, came from."""
+    if not isinstance(rollback, dict) or not rollback.get("chart_version_before"):
+        return {}
+    return {"chart": rollback.get("chart"), "chart_version": rollback.get("chart_version_before"),
+            "app_version": rollback.get("app_version_before"), "revision": rollback.get("revision_before")}
+
+
+def restored_pools(rollback):
+    """Each pool a rollback restored (helm_release's component_config): names, whether it was
+    written, the components it waited for, what was restored field by field (Pod templates only
+    named) and its timeline, for the report's pools."""
+    out = []
+    for item in (rollback or {}).get("component_config") or []:
+        if not isinstance(item, dict):
+            continue
+        events = [e for e in item.get("timeline") or [] if isinstance(e, dict)]
+        last = {}
+        for event in events:
+            last[event.get("component")] = event
+        out.append({"task_pool": item.get("gpupool"), "pool": item.get("pool"), "gpupool": item.get("gpupool"),
+                    "cluster": item.get("cluster"), "waited_for": list(item.get("waited_for") or []),
+                    "written": bool(item.get("written")),
+                    "restored": [dict((k, c.get(k)) for k in ("field", "from", "to", "hidden") if k in c)
+                                 for c in item.get("restored") or [] if isinstance(c, dict)],
+                    "components": dict((c, {"progress": (last.get(c) or {}).get("progress"),
+                                            "synced": (last.get(c) or {}).get("synced")})
+                                       for c in item.get("waited_for") or []),
+                    "timeline": events})
+    return out
+
+
 def _time_of(event):
     try:
         return parse_time(event["time"])
@@ -171,6 +204,8 @@ def pool_progress(pool_results):
         entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []) |
                                  set(r.get("gate_paused") or []))
         entry["gates"].extend(g for g in r.get("gates") or [] if isinstance(g, dict))
+        if "restored" in r:  # a rollback's restore of the pool (restored_pools)
+            entry["restored"] = r["restored"]
     out = []
     for entry in pools.values():
         events = sorted((e for e in entry["timeline"] if _time_of(e)), key=_time_of)
@@ -224,6 +259,13 @@ def rotation_summary(result):
                 failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
 
 
+def unverified(error, verify):
+    """The change completed but verify could not reach the API server within its deadline: an
+    outage, not a finding, which the upgrade runbook does not roll back (the report says so)."""
+    return bool(error) and error.get("step") == "verify" and isinstance(verify, dict) and \
+        bool(verify.get("failed")) and bool(verify.get("unreachable"))
+
+
 def build_record(params, ended):
     """The JSON record of a run from the run_report module's parameters."""
     results = params.get("results") or {}
@@ -261,8 +303,11 @@ def build_record(params, ended):
                             if isinstance(r, dict) and r.get("api_server")), None),
         "steps": steps,
         "versions": {
+            # A run's own restore point says what it started from; a rollback run (none of its
+            # own) came from what its rollback found.
             "before": dict(release_version(snapshot_meta=(snapshot_summary(params.get("snapshot"))
-                                                          if results.get("snapshot") else None)),
+                                                          if results.get("snapshot") else None)) or
+                           (release_before(rollback) if rollback_ran else {}),
                            pools=pool_versions(results.get("precheck"))),
             # A rollback that failed leaves the release where the upgrade put it.
             "after": dict(release_version(release=rollback if rollback_ok else None) or
@@ -271,17 +316,22 @@ def build_record(params, ended):
         },
         "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
         "snapshot": snapshot_summary(params.get("snapshot")),
-        "pools": pool_progress(results.get("pools")),
+        "pools": pool_progress(_as_list(results.get("pools")) + (restored_pools(rollback) if rollback_ran else [])),
         "paused_pools": paused,
         "rollback": {"ok": False, "refused": True, "target_revision": None, "method": None,
                      "msg": rollback_message(rollback, steps)} if refused else None if not rollback_ran else {
             "ok": rollback_ok, "refused": False, "target_revision": rollback.get("target_revision"),
-            "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps)},
+            "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps),
+            "chart_version_before": rollback.get("chart_version_before"), "chart_version": rollback.get("chart_version"),
+            "revision_before": rollback.get("revision_before"), "revision_after": rollback.get("revision_after"),
+            "pools": [dict((k, p[k]) for k in ("gpupool", "written", "waited_for", "restored"))
+                      for p in restored_pools(rollback)]},
         "error": None if not error else {"step": error.get("step"), "task": error.get("task"),
                                          "msg": str(error.get("msg") or "")},
         "window": dict((k, (results.get("window") or {}).get(k)) for k in (
             "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
         "warnings": run_warnings(results),
+        "unverified": unverified(error, results.get("verify")) and not rollback_ran,
         "lock": lock_state(results.get("lock"), results.get("unlock")),
         "rotation": rotation_summary(results.get("rotate")),
     }
@@ -327,6 +377,9 @@ def summary_line(record):
                 p for p in record["paused_pools"] if p),
             "failed": ("failed after changing the cluster, not rolled back" if record.get("changed")
                        else "failed before any change") + (
+                ": verify could not reach the API server before its deadline, the change itself "
+                "completed (an outage is no reason to roll back; verify again, for example with the "
+                "precheck runbook)" if record.get("unverified") else "") + (
                 " (the snapshot was refused before any write)" if (record.get("rollback") or {}).get("refused")
                 else "")}[record["status"]]
     lock = record.get("lock") or {}

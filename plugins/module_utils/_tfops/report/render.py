@@ -87,6 +87,34 @@ def gate_text(gate):
         gate.get("seconds"), " - " + failures if failures else "")
 
 
+def describe_restored(changes):
+    """What a rollback restored in a pool: ``hypervisor.image a -> b, batchPercentage 34 -> 17,
+    worker.podTemplate changed`` (a Pod template is named, never shown)."""
+    return ", ".join("%s changed" % c["field"] if c.get("hidden") else
+                     "%s %s -> %s" % (c["field"], _shown(c.get("from")), _shown(c.get("to"))) for c in changes)
+
+
+def _shown(value):
+    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def rollback_line(rollback):
+    """The rollback in a sentence: the chart it came from and went to, the revisions, the method."""
+    return "chart %s -> %s, release revision %s -> %s (revision %s recorded%s)" % (
+        rollback.get("chart_version_before") or "?", rollback.get("chart_version") or "?",
+        rollback.get("revision_before"), rollback.get("revision_after"), rollback.get("target_revision"),
+        ", %s" % rollback["method"] if rollback.get("method") else "")
+
+
+def _pool_line(pool):
+    comps = ", ".join("%s %s%%" % (c, v.get("progress")) for c, v in sorted(pool["components"].items()))
+    restored = pool.get("restored")
+    return "Pool %s: %s%s%s" % (
+        pool["gpupool"], comps or ("nothing rolled" if restored is None else "no campaign"),
+        " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "",
+        "; restored by the rollback: %s" % (describe_restored(restored) or "nothing differed") if restored is not None else "")
+
+
 def _table(headers, rows):
     head = "".join("<th>%s</th>" % escape(h) for h in headers)
     body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % escape("" if c is None else str(c)) for c in row)
@@ -217,6 +245,8 @@ def render_html(record):
         out.append(svg_timeline(pool))
         if pool.get("planned"):
             continue
+        if pool.get("restored") is not None:
+            out.append("<p>Restored by the rollback: %s</p>" % escape(describe_restored(pool["restored"]) or "nothing differed"))
         out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
             [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
             for c, v in sorted(pool["components"].items())]))
@@ -225,6 +255,11 @@ def render_html(record):
                 [g.get("batch"), ", ".join(g.get("nodes") or []), "passed" if g.get("passed") else "failed",
                  g.get("seconds"), "; ".join(f.get("evidence") or "" for f in g.get("failures") or [])]
                 for g in pool["gates"]]))
+    rollback = record.get("rollback") or {}
+    if rollback and not rollback.get("refused"):
+        out.append("<h2>Rollback</h2><p>%s%s; pools restored: %s</p>" % (
+            "" if rollback.get("ok") else "FAILED: ", escape(rollback_line(rollback)),
+            escape(", ".join(p["gpupool"] for p in rollback.get("pools") or []) or "none differed")))
     if record.get("snapshot"):
         out.append("<h2>Snapshot</h2>" + _table(["key", "value"], sorted(record["snapshot"].items())))
     findings = [[stage, f["severity"], f["code"], f["message"]]
@@ -244,6 +279,11 @@ def render_markdown(record):
     if record.get("snapshot"):
         lines += ["Snapshot: `%s` (revision %s)" % (record["snapshot"].get("path"),
                                                     record["snapshot"].get("revision")), ""]
+    if (record.get("rollback") or {}).get("ok") is not None and not record["rollback"].get("refused"):
+        rollback = record["rollback"]
+        lines += ["Rollback%s: %s; pools restored: %s" % (
+            "" if rollback["ok"] else " (failed)", rollback_line(rollback),
+            ", ".join(p["gpupool"] for p in rollback.get("pools") or []) or "none differed"), ""]
     lines += ["Warning (%s): %s" % (w["step"], w["msg"]) for w in record.get("warnings") or []]
     if record.get("warnings"):
         lines.append("")
@@ -258,9 +298,7 @@ def render_markdown(record):
     lines += ["| step | status | seconds |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
     for pool in (p for p in record["pools"] if not p.get("planned")):
-        comps = ", ".join("%s %s%%" % (c, v.get("progress")) for c, v in sorted(pool["components"].items()))
-        lines += ["", "Pool %s: %s%s" % (pool["gpupool"], comps or "nothing rolled",
-                                         " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "")]
+        lines += ["", _pool_line(pool)]
         lines += ["- health gate of %s" % gate_text(g) for g in pool.get("gates") or []]
     blocking = [f for stage in ("precheck", "verify") for f in record["findings"][stage]
                 if f["severity"] == "blocking"]

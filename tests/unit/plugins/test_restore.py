@@ -1,0 +1,84 @@
+"""A rollback restores the whole pool spec its restore point captured: componentConfig and the
+rolling policy (batchPercentage, batchInterval, the autoUpdate flags), and says what it restored
+field by field (Pod templates named, never shown); pure functions of helm/restore.py."""
+import copy
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import restore
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import PAUSED_BY_US
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.render import describe_restored
+
+
+def template(image="hv:1", pct=17, interval="1s", auto=True, license_value="LIC"):
+    return {"componentConfig": {"hypervisor": {"image": image},
+                                "worker": {"podTemplate": {"template": {"spec": {"containers": [
+                                    {"name": "w", "env": [{"name": "TF_LICENSE", "value": license_value}]}]}}}}},
+            "nodeManagerConfig": {"defaultVendor": "NVIDIA",
+                                  "nodePoolRollingUpdatePolicy": {"autoUpdateHypervisor": auto, "batchPercentage": pct,
+                                                                  "batchInterval": interval, "maxDuration": "10m"}},
+            "capacityConfig": {"oversubscription": {"tflopsOversellRatio": 500}}}
+
+
+def tfc(spec_template, paused=None):
+    obj = {"metadata": {"name": "tensor-fusion", "annotations": {}},
+           "spec": {"gpuPools": [{"name": "shared", "specTemplate": spec_template}]}}
+    if paused:
+        obj["metadata"]["annotations"][PAUSED_BY_US] = paused
+    return obj
+
+
+def test_a_policy_only_difference_is_restored_without_a_campaign():
+    saved, live = tfc(template(pct=17)), tfc(template(pct=34, interval="9s"))
+    [(pool, before, after, changed, gpupool)] = restore.plan_cluster(saved, live)
+    assert (pool, changed, gpupool) == ("shared", [], "tensor-fusion-shared"), "no hash moves: no campaign"
+    assert after["policy"]["batchPercentage"] == 17 and before["policy"]["batchPercentage"] == 34
+    assert rollout.field_changes(before, after) == [
+        {"field": "batchInterval", "from": "9s", "to": "1s"}, {"field": "batchPercentage", "from": 34, "to": 17}]
+    assert restore.plan_cluster(saved, copy.deepcopy(saved)) == []
+
+
+def test_the_restored_template_keeps_every_other_field_of_the_live_pool():
+    live = template(image="hv:2", pct=50, auto=False)
+    live["capacityConfig"] = {"oversubscription": {"tflopsOversellRatio": 700}}  # changed since
+    restored = rollout.pool_view(template(image="hv:1", pct=17))
+    new = restore.restored_template(live, restored)
+    assert new["componentConfig"]["hypervisor"]["image"] == "hv:1"
+    assert new["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"] == {
+        "autoUpdateHypervisor": True, "batchPercentage": 17, "batchInterval": "1s", "maxDuration": "10m"}
+    assert new["capacityConfig"]["oversubscription"]["tflopsOversellRatio"] == 700
+    assert new["nodeManagerConfig"]["defaultVendor"] == "NVIDIA"
+    assert live["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 50, "not changed in place"
+
+
+def test_a_component_change_names_pod_templates_and_never_shows_them():
+    before = rollout.pool_view(template(image="hv:2", license_value="NEW-LICENSE", auto=False))
+    after = rollout.pool_view(template(image="hv:1", license_value="OLD-LICENSE"))
+    changes = rollout.field_changes(before, after)
+    assert {"field": "hypervisor.image", "from": "hv:2", "to": "hv:1"} in changes
+    assert {"field": "worker.podTemplate", "hidden": True} in changes
+    assert {"field": "autoUpdateHypervisor", "from": False, "to": True} in changes
+    text = describe_restored(changes)
+    assert "hypervisor.image hv:2 -> hv:1" in text and "worker.podTemplate changed" in text
+    assert "autoUpdateHypervisor false -> true" in text
+    assert "OLD-" not in str(changes) and "NEW-" not in str(changes)
+
+
+def test_the_write_resumes_a_paused_pool_and_clears_only_what_runs_again():
+    restored = rollout.pool_view(template(image="hv:1", auto=False))
+    live = tfc(template(image="hv:2", auto=False), paused="shared:hypervisor,worker")
+    written = restore._restore_pool("shared", restored, resume=True)(copy.deepcopy(live))
+    policy = written["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert policy["autoUpdateHypervisor"] is True
+    assert paused_marker(written) == {"shared": ["worker"]}, "worker's flag stays off: still paused"
+    kept = restore._restore_pool("shared", restored)(copy.deepcopy(live))
+    assert paused_marker(kept) == {"shared": ["hypervisor", "worker"]}
+
+
+def test_a_snapshot_without_a_policy_restores_none():
+    bare = template()
+    del bare["nodeManagerConfig"]
+    view = rollout.pool_view(bare)
+    assert view["policy"] is None
+    new = restore.with_restored(template(pct=34), view)
+    assert "nodePoolRollingUpdatePolicy" not in new["nodeManagerConfig"]
