@@ -67,6 +67,24 @@ def test_vector_image_is_hashed_only_with_enable_vector():
     assert rollout.hash_changed_components(on, on_new) == ["hypervisor"]
 
 
+def test_containers_the_operator_drops_move_no_hash():
+    """docs/operator-behaviour.md 3.1: with enableVector on, the chart's one-container template is
+    replaced by bare containers, so an env change there starts no campaign (the collection would
+    otherwise wait for a campaign that never comes); with the count enableVector calls for, the
+    same change does start one."""
+    on = rollout.desired_spec_template(template(), {"hypervisor": {"enable_vector": True}}, {})
+    env_changed = rollout.desired_spec_template(on, {"hypervisor": {"pod_template": {"template": {"spec": {
+        "containers": [{"name": "tensor-fusion-hypervisor", "env": [{"name": "A", "value": "2"}]}]}}}}}, {})
+    assert rollout.hash_changed_components(on, env_changed) == []
+    env_changed_off = rollout.desired_spec_template(template(), {"hypervisor": {"pod_template": {"template": {
+        "spec": {"containers": [{"name": "tensor-fusion-hypervisor", "env": [{"name": "A", "value": "2"}]}]}}}}}, {})
+    assert rollout.hash_changed_components(template(), env_changed_off) == ["hypervisor"]
+    # Volumes and pull secrets stay in the spec whatever the containers are: they count.
+    pulled = rollout.desired_spec_template(on, {"hypervisor": {"pod_template": {"template": {"spec": {
+        "imagePullSecrets": [{"name": "regcred-v2"}]}}}}}, {})
+    assert rollout.hash_changed_components(on, pulled) == ["hypervisor"]
+
+
 def test_worker_pod_spec_moves_only_the_worker_hash():
     new = rollout.desired_spec_template(template(), {"worker": {"pod_template": {"template": {
         "spec": {"imagePullSecrets": [{"name": "registry"}]}}}}}, {})

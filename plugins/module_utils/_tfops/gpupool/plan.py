@@ -48,6 +48,22 @@ def _pod_spec(component):
     return (((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {}
 
 
+# The operator's own names for the bare containers it builds (docs/operator-behaviour.md 3.1).
+HYPERVISOR_CONTAINERS = ({"name": "tensorfusion-hypervisor"}, {"name": "vector"})
+
+
+def _hypervisor_pod_spec(hv, vector):
+    """The hypervisor template's spec as the operator hashes it (docs/operator-behaviour.md 3.1):
+    its containers only when their number is the one ``enableVector`` calls for (two with the
+    vector sidecar, one without), else bare ones - a change made only in the dropped containers
+    starts no campaign."""
+    spec = _pod_spec(hv)
+    wanted = 2 if vector else 1
+    if len(spec.get("containers") or []) == wanted:
+        return spec
+    return dict(spec, containers=[dict(c) for c in HYPERVISOR_CONTAINERS[:wanted]])
+
+
 def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
     """What the operator's hash of ``comp`` covers (docs/operator-behaviour.md 3.1): equal
     views mean no campaign. A change elsewhere (the rolling policy, client.remoteModeImage,
@@ -57,7 +73,8 @@ def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
     if comp == "hypervisor":
         vector = bool(hv.get("enableVector"))
         view = {"image": hv.get("image"), "port": hv.get("portNumber"), "vector": vector,
-                "vectorImage": hv.get("vectorImage") if vector else None, "spec": _pod_spec(hv)}
+                "vectorImage": hv.get("vectorImage") if vector else None,
+                "spec": _hypervisor_pod_spec(hv, vector)}
         if isolation_policy != ISOLATION_DYNAMIC:
             manager = (spec_template or {}).get("nodeManagerConfig") or {}
             view["isolation"] = [manager.get("defaultIsolationMode") or "soft",
