@@ -131,13 +131,8 @@ def pool_updates(pools, all_pools=None, hypervisor_image="", worker_image="", cl
 def chart_pod_templates(chart_changes):
     """{"<cluster>/<entry>": [components]} whose Pod template the new chart renders differently
     (helm_release's chart_pool_changes marks them; their content is never in a result)."""
-    out = {}
-    for cluster, entries in sorted((chart_changes or {}).items()):
-        for entry, components in sorted((entries or {}).items()):
-            changed = sorted(c for c, opts in (components or {}).items() if (opts or {}).get("pod_template_changed"))
-            if changed:
-                out["%s/%s" % (cluster, entry)] = changed
-    return out
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.chart_pools import pod_templates_changed
+    return pod_templates_changed(chart_changes)
 
 
 class FilterModule:

@@ -409,6 +409,18 @@ changed_components:
   type: list
   elements: str
   sample: [hypervisor]
+spec_changes:
+  description:
+    - What the task writes (or, in check mode, would write) in the pool entry, field by field - each
+      C({field, from, to}) for a component's image, port or endpoint (C(hypervisor.image)) and for a
+      rolling policy field (C(batchPercentage), C(autoUpdateHypervisor), ...), or C({field, hidden=true})
+      for a Pod template or patch (never its content). Empty when nothing changes.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {field: hypervisor.image, from: "tensorfusion/tensor-fusion-hypervisor:2.16.0", to: "tensorfusion/tensor-fusion-hypervisor:2.17.0"}
+    - {field: batchPercentage, from: 100, to: 20}
 waited_for:
   description: Components the module waited for (or, in check mode, would wait for).
   returned: always

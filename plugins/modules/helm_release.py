@@ -195,6 +195,14 @@ options:
         upstream; the pools it would start rolling at once are paused first
         (C(autoUpdateHypervisor) false, with the pause marker that M(tensorfusion.ops.gpupool_rollout)
         resumes), see RV(held_for_provider_configs).
+      - In the diff (C(--diff)) both revisions' TensorFusionClusters carry the live pools, as the
+        post-renderer renders them, so that the pools show no change in the chart step (a
+        revision's stored pools are those of its own chart step, often older than the live ones).
+      - A Pod template the new chart renders differently is not rolled, a warning says so (naming
+        the pool and component, never the content).
+      - The manifest of the revision this step writes holds the pools as they are, paused ones
+        included; a pause that a later step lifts comes back with a plain C(helm rollback) to
+        that revision (the runbooks' report says so, and how to follow it).
       - With helm 4 the post-renderer is a plugin in a private C(HELM_PLUGINS) folder of the run.
       - Needs C(list) on C(tensorfusionclusters) and C(providerconfigs) (M(tensorfusion.ops.helm_release)'s
         RBAC in C(roles/rbac/files) has it) and PyYAML.

@@ -7,7 +7,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import PAUSED_BY_US
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.render import describe_restored
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
 
 
 def template(image="hv:1", pct=17, interval="1s", auto=True, license_value="LIC"):
@@ -58,7 +58,7 @@ def test_a_component_change_names_pod_templates_and_never_shows_them():
     assert {"field": "hypervisor.image", "from": "hv:2", "to": "hv:1"} in changes
     assert {"field": "worker.podTemplate", "hidden": True} in changes
     assert {"field": "autoUpdateHypervisor", "from": False, "to": True} in changes
-    text = describe_restored(changes)
+    text = describe_changes(changes)
     assert "hypervisor.image hv:2 -> hv:1" in text and "worker.podTemplate changed" in text
     assert "autoUpdateHypervisor false -> true" in text
     assert "OLD-" not in str(changes) and "NEW-" not in str(changes)

@@ -116,10 +116,52 @@ def pools_plan(pool_results, pool_updates):
                  "starts_at": round(offset, 1),
                  "batches": [dict(b, start=round(b["start"] + first_batch_at, 1), end=round(b["end"] + first_batch_at, 1))
                              for b in schedule.get("batches") or []] if comps else [],
+                 # What the pools step would write, from and to: images, ports, the rolling policy
+                 # (batchPercentage, autoUpdate flags, ...); a Pod template only named.
+                 "spec_changes": [dict(c) for c in result.get("spec_changes") or [] if isinstance(c, dict)],
                  "msg": result.get("msg") if result.get("failed") else None}
         offset += entry["estimated_seconds"]
         out.append(entry)
     return out
+
+
+def describe_changes(changes):
+    """``hypervisor.image a -> b, batchPercentage 34 -> 17, worker.podTemplate changed`` (a Pod
+    template is named, never shown): what a pool's change or restore sets, from and to."""
+    return ", ".join("%s changed" % c["field"] if c.get("hidden") else
+                     "%s %s -> %s" % (c["field"], _shown(c.get("from")), _shown(c.get("to"))) for c in changes)
+
+
+def _shown(value):
+    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def rotation_would(rotate):
+    """What a check-mode rotation would do, in the order it would do it (its result lists steps
+    only once they ran): names only. Empty when nothing would change."""
+    if not isinstance(rotate, dict) or not rotate.get("changed"):
+        return []
+    secret = _dict(rotate.get("secret")).get("name")
+    would = []
+    if rotate.get("strategy") == "versioned":
+        repointed = [c for c in rotate.get("consumers") or [] if isinstance(c, dict) and c.get("repointed")]
+        # changed with nothing to repoint: only the new version is missing
+        would.append({"step": "create", "detail": secret if not repointed else "%s (unless it exists)" % secret})
+        would += [{"step": "repoint", "consumer": _label(c),
+                   "detail": "%s -> %s" % (", ".join(rotate.get("previous") or []) or "?", secret)} for c in repointed]
+    else:
+        for backup in rotate.get("previous") or []:
+            would += [{"step": "backup", "detail": backup}, {"step": "update", "detail": secret}]
+        would += [{"step": "restart", "consumer": label} for label in rotate.get("restarts") or []]
+    if would:
+        would.append({"step": "verify", "detail": "every consumer runs on the new content"})
+    return would
+
+
+def _label(consumer):
+    where = consumer.get("namespace")
+    name = consumer.get("name") or consumer.get("pool")
+    return "%s %s%s" % (consumer.get("kind"), "%s/" % where if where else "", name)
 
 
 def _gates_text(pool):
@@ -134,10 +176,14 @@ def rotation_plan(rotate):
     return {"secret": _dict(rotate.get("secret")).get("name"), "strategy": rotate.get("strategy"),
             "keys": list(_dict(rotate.get("secret")).get("keys") or []),
             "steps": [dict((k, s.get(k)) for k in ("step", "detail", "consumer") if s.get(k) is not None)
-                      for s in rotate.get("steps") or [] if isinstance(s, dict)],
+                      for s in rotate.get("steps") or rotation_would(rotate) if isinstance(s, dict)],
+            "would_change": bool(rotate.get("changed")),
             "consumers": [dict((k, c.get(k)) for k in ("kind", "namespace", "name"))
                           for c in rotate.get("consumers") or [] if isinstance(c, dict)],
             "would_delete": list(rotate.get("deleted") or [])}
+
+
+RESTORE_KEYS = ("cluster", "pool", "gpupool", "changed_components", "waited_for", "restored")
 
 
 def rollback_plan(rollback):
@@ -146,7 +192,7 @@ def rollback_plan(rollback):
     return {"snapshot": _dict(rollback.get("snapshot")).get("path"), "target_revision": rollback.get("target_revision"),
             "method": rollback.get("method"), "chart_version": rollback.get("chart_version"),
             "app_version": rollback.get("app_version"),
-            "component_config": [dict((k, i.get(k)) for k in ("cluster", "pool", "gpupool", "changed_components", "waited_for"))
+            "component_config": [dict((k, i.get(k)) for k in RESTORE_KEYS)
                                  for i in rollback.get("component_config") or [] if isinstance(i, dict)]}
 
 
@@ -200,19 +246,24 @@ def summary(record):
     parts = []
     chart = plan.get("chart")
     if chart and chart["changes"]:
-        parts.append("chart %s -> %s (%d added, %d changed, %d removed objects)" % (
+        parts.append("would upgrade chart %s -> %s (%d added, %d changed, %d removed objects)" % (
             chart["from"]["chart_version"], chart["to"]["chart_version"], chart["counts"]["added"],
             chart["counts"]["changed"], chart["counts"]["removed"]))
     for pool in plan["pools"]:
+        changes = " (%s)" % describe_changes(pool.get("spec_changes") or []) if pool.get("spec_changes") else ""
         if pool["components"]:
-            parts.append("pool %s: %s on %s node(s) in %d batch(es)%s, about %ds%s" % (
-                pool["pool"], ", ".join(pool["components"]), pool["nodes"] if pool["nodes"] is not None else "?",
+            parts.append("pool %s would roll %s%s on %s node(s) in %d batch(es)%s, about %ds%s" % (
+                pool["pool"], ", ".join(pool["components"]), changes, pool["nodes"] if pool["nodes"] is not None else "?",
                 pool["batch_count"], " of %s" % "/".join(str(n) for n in pool["batch_sizes"]) if pool["batch_sizes"] else "",
                 pool["estimated_seconds"], _gates_text(pool)))
+        elif changes:
+            parts.append("pool %s would be set, no rollout%s" % (pool["pool"], changes))
     if plan.get("rotation"):
-        parts.append("rotate Secret %s (%d consumer(s))" % (plan["rotation"]["secret"], len(plan["rotation"]["consumers"])))
+        parts.append("%s Secret %s (%d consumer(s))" % (
+            "would rotate" if plan["rotation"].get("would_change") else "would leave (already rotated)",
+            plan["rotation"]["secret"], len(plan["rotation"]["consumers"])))
     if plan.get("rollback"):
-        parts.append("roll back to revision %s of %s" % (plan["rollback"]["target_revision"], plan["rollback"]["snapshot"]))
+        parts.append("would roll back to revision %s of %s" % (plan["rollback"]["target_revision"], plan["rollback"]["snapshot"]))
     est = plan["estimate"]
     fits = "" if est["fits"] is None else (", ends by %s before the deadline %s" % (est["ends_by"], est["deadline"]))
     return "planned: %s; about %ds%s" % ("; ".join(parts) or "nothing to change", est["seconds"], fits)

@@ -170,6 +170,19 @@ def chart_changes(previous, rendered):
     return changes
 
 
+def pod_templates_changed(pool_changes):
+    """{"<cluster>/<entry>": [components]} whose Pod template the new chart renders differently,
+    from helm_release's chart_pool_changes ({cluster: chart_changes()}): the pools step does not
+    roll them (their content, which may hold secrets, is never passed on)."""
+    out = {}
+    for cluster, entries in sorted((pool_changes or {}).items()):
+        for entry, components in sorted((entries or {}).items()):
+            changed = sorted(c for c, opts in (components or {}).items() if (opts or {}).get("pod_template_changed"))
+            if changed:
+                out["%s/%s" % (cluster, entry)] = changed
+    return out
+
+
 def previous_rendering(live_cluster, release_manifest_cluster):
     """What the chart rendered for the pools last time: the record of the last chart step through
     the post-renderer, else the release's manifest (then rendered by the chart alone)."""

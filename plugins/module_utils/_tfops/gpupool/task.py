@@ -172,6 +172,8 @@ class RolloutTask(Task):
                   "estimated_seconds": schedule["seconds"] if schedule else 0,
                   "schedule": schedule, "gates": None,
                   "diff": _diff(entry_name, template, new),
+                  # What the change sets, from and to (a plan says it; Pod templates only named).
+                  "spec_changes": rollout.field_changes(rollout.pool_view(template), rollout.pool_view(new)),
                   "components": dict((c, {"before_hash": rollout.component_status(pool, c)[0]})
                                      for c in rollout.COMPONENTS)}
         if self.deadline.bounded and changed and result["estimated_seconds"] > self.deadline.remaining():

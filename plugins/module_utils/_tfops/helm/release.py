@@ -7,6 +7,7 @@ deployed, check mode through a server-side dry run, recovery of releases stuck p
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from urllib.parse import urlparse
@@ -17,6 +18,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import pool_keeper
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     HelmError,
     InvalidInput,
@@ -166,17 +168,9 @@ def kept_one_sided(before, after):
 
 
 def same_manifest(before, after, exists=None, ignore_pools=False):
-    """Rendered manifests equal as objects (document order and formatting aside). A kept object
-    that only one side renders does not count when ``exists(key)`` says it is in the cluster.
-    ``ignore_pools``: the TensorFusionClusters' pools are not compared (kept live)."""
-    normalize = pool_keeper.without_pools if ignore_pools else pool_keeper.comparable
-    b, a = _objects_by_key(before or "", normalize), _objects_by_key(after or "", normalize)
-    if exists is not None:
-        for key in kept_one_sided(before, after):
-            if exists(key):
-                b.pop(key, None)
-                a.pop(key, None)
-    return b == a
+    """Rendered manifests equal as objects (see manifest_changes: nothing added, changed or
+    removed)."""
+    return not any(manifest_changes(before, after, ignore_pools, exists).values())
 
 
 def rollback_blockers(current_manifest, target_manifest, exists):
@@ -204,11 +198,19 @@ def changes(deployed, desired, exists=None, ignore_pools=False):
     return reasons
 
 
-def manifest_changes(before, after, ignore_pools=False):
+def manifest_changes(before, after, ignore_pools=False, exists=None):
     """The objects a new rendering adds, changes and removes, by kind: {"added": {kind: [names]},
-    ...} (names as namespace/name; the content is in the diff, secrets masked)."""
+    ...} (names as namespace/name; the content is in the diff, secrets masked); document order and
+    formatting aside. A kept object that only one side renders does not count when
+    ``exists(key)`` says it is in the cluster. ``ignore_pools``: the TensorFusionClusters' pools
+    are not compared (kept live). Exactly what makes a release's manifest differ (changes())."""
     normalize = pool_keeper.without_pools if ignore_pools else pool_keeper.comparable
     b, a = _objects_by_key(before or "", normalize), _objects_by_key(after or "", normalize)
+    if exists is not None:
+        for key in kept_one_sided(before, after):
+            if exists(key):
+                b.pop(key, None)
+                a.pop(key, None)
     out = {"added": {}, "changed": {}, "removed": {}}
 
     def put(what, key):
@@ -236,16 +238,34 @@ def check_plan_identity(identity, expected):
                           "written, make a new plan" % "; ".join(drift), drift=drift)
 
 
-def release_view(info):
-    """Values and manifest of a revision as they may be shown: secrets hashed."""
+def with_live_pools(manifest, live):
+    """``manifest`` with each TensorFusionCluster that is live carrying the live pools (``live``:
+    {name: cluster}, pool_keeper's), as the post-renderer makes every rendering of a chart step
+    that keeps the pools: a revision's stored pools are those of its own chart step, often older
+    than the live ones, and shown as "before" they would turn the change's direction round."""
+    if not live or not manifest:
+        return manifest
+    docs = redact.parse_manifest(manifest)
+    for doc in docs:
+        if chart_pools.is_cluster(doc) and chart_pools.object_name(doc) in live:
+            doc.setdefault("spec", {})["gpuPools"] = copy.deepcopy(
+                (live[chart_pools.object_name(doc)].get("spec") or {}).get("gpuPools") or [])
+    return "".join("---\n" + yamldoc.dump(d, default_flow_style=False, sort_keys=True) for d in docs)
+
+
+def release_view(info, live=None):
+    """Values and manifest of a revision as they may be shown: secrets hashed; with ``live``, its
+    TensorFusionClusters carry the live pools (with_live_pools)."""
     if info is None:
         return {"values": {}, "manifest": ""}
     return {"values": redact.redact_values(info.get("values") or {}),
-            "manifest": redact.mask_manifest(info.get("manifest") or "")}
+            "manifest": redact.mask_manifest(with_live_pools(info.get("manifest") or "", live))}
 
 
-def diff_of(before, after, what):
-    b, a = release_view(before), release_view(after)
+def diff_of(before, after, what, live=None):
+    """--diff of a release change; ``live``: the live clusters when the pools are kept (the chart
+    step does not move them: the pools step does, and its own diff says how)."""
+    b, a = release_view(before, live), release_view(after, live)
     return [{"before_header": "%s values" % what, "after_header": "%s values" % what,
              "before": json.dumps(b["values"], indent=2, sort_keys=True) + "\n",
              "after": json.dumps(a["values"], indent=2, sort_keys=True) + "\n"},
@@ -435,8 +455,9 @@ class ReleaseTask(Task):
             timeout=int(self._seconds()) + 60))
         self.on_secret(secrets_in(desired))
         reasons = changes(current, desired, self.exists)
+        # The same comparison as the reasons': a change is listed exactly when the manifest differs.
         self.result["manifest_changes"] = manifest_changes((current or {}).get("manifest"), desired["manifest"],
-                                                           ignore_pools=self.keeper.enabled)
+                                                           exists=self.exists)
         plan = params.get("plan_identity")
         if plan:
             identity = {"chart_digest": desired["chart_digest"],
@@ -448,7 +469,8 @@ class ReleaseTask(Task):
                            chart=desired["chart"], chart_version=desired["chart_version"],
                            app_version=desired["app_version"])
         if self.check_mode or self.diff_mode:
-            self.result["diff"] = diff_of(current, desired, "release %s" % params["name"])
+            self.result["diff"] = diff_of(current, desired, "release %s" % params["name"],
+                                          self.keeper.live if self.keeper.enabled else None)
         if self.check_mode:
             self.result["command"] = self.helm.shown(args + write_args(params, self.helm.version,
                                                                        self.deadline.remaining()))
@@ -488,6 +510,12 @@ class ReleaseTask(Task):
             item = pool_changes.setdefault(cluster, {}).setdefault(entry, {}).setdefault("hypervisor", {})
             item["provider_config_changed"] = sorted(self._providers)
         self.result["chart_pool_changes"] = pool_changes
+        for pool, components in chart_pools.pod_templates_changed(pool_changes).items():
+            self.warnings.append(
+                "%s: the new chart renders another %s Pod template; the live pools keep theirs (its "
+                "content, which may hold secrets, is never passed on) - set it with a pool's "
+                "components.<component>.pod_template (tfops_pools) to roll it in the window"
+                % (pool, " and ".join(components)))
         return held
 
     def _providers_held(self, manifest):
@@ -537,7 +565,8 @@ class ReleaseTask(Task):
                            chart=target["chart"], chart_version=target["chart_version"],
                            app_version=target["app_version"])
         if self.check_mode or self.diff_mode:
-            self.result["diff"] = diff_of(current, target, "release %s" % params["name"])
+            self.result["diff"] = diff_of(current, target, "release %s" % params["name"],
+                                          self.keeper.live if keep else None)
         rollback = ["rollback", params["name"], str(revision), "--namespace", params["namespace"]] + \
             self._flags(helmcli.ROLLBACK)
         if self.check_mode or not reasons:

@@ -87,6 +87,32 @@ def run_warnings(results):
     return out
 
 
+def paused_in_revision(upgrade, precheck):
+    """The chart step's helm revision keeps the pools as they were while it ran (the post-renderer
+    carries the live pools into its manifest), paused ones included: those this collection had
+    paused (a window's end, the precheck's picture) and those the chart step held for a
+    ProviderConfig change. The run lifts the pause afterwards; a plain ``helm rollback`` to that
+    revision would bring it back. A warning of the upgrade step says so and what to do after it."""
+    if not isinstance(upgrade, dict) or upgrade.get("failed") or not upgrade.get("changed") or \
+            upgrade.get("revision_after") in (None, upgrade.get("revision_before")):
+        return []
+    paused = dict((pool, ["hypervisor"]) for pool in upgrade.get("held_for_provider_configs") or [])
+    for cluster in ((precheck or {}).get("data") or {}).get("clusters") or []:
+        for entry, components in (cluster.get("paused") or {}).items() if isinstance(cluster, dict) else []:
+            key = "%s/%s" % (cluster.get("name"), entry)
+            paused[key] = sorted(set(paused.get(key, [])) | set(components or []))
+    if not paused:
+        return []
+    flags = sorted(set(c for comps in paused.values() for c in comps))
+    return ["helm revision %s of release %s records %s with autoUpdate off for %s (paused while the chart "
+            "step ran; this run lifts the pause afterwards): a plain `helm rollback %s %s` brings that pause "
+            "back - follow it by setting %s back to true on those pools, or roll back with "
+            "tensorfusion.ops.rollback, which restores the pools' rolling policy" % (
+                upgrade.get("revision_after"), upgrade.get("name"), ", ".join(sorted(paused)),
+                ", ".join(flags), upgrade.get("name"), upgrade.get("revision_after"),
+                " and ".join("autoUpdate%s" % c.capitalize() for c in flags))]
+
+
 def lock_state(taken, release):
     """What became of the maintenance lock: ``taken`` is the result that took it (None when this
     run never held it), ``release`` the release's result (None: not tried yet, for the report
@@ -330,7 +356,9 @@ def build_record(params, ended):
                                          "msg": str(error.get("msg") or "")},
         "window": dict((k, (results.get("window") or {}).get(k)) for k in (
             "window_start", "window_end", "deadline", "msg")) if isinstance(results.get("window"), dict) else None,
-        "warnings": run_warnings(results),
+        "warnings": run_warnings(results) + [
+            {"step": "upgrade", "msg": msg} for msg in paused_in_revision(results.get("upgrade"), results.get("precheck"))
+            if status != "resumable"],
         "unverified": unverified(error, results.get("verify")) and not rollback_ran,
         "lock": lock_state(results.get("lock"), results.get("unlock")),
         "rotation": rotation_summary(results.get("rotate")),
@@ -346,6 +374,10 @@ def as_plan(record, results):
     """A check-mode run's record is a plan: its status is planned or blocked (never succeeded),
     nothing is "after" yet, no snapshot was written, and its pools are the planned batches."""
     record["plan"] = plan_report.build_plan(record, results)
+    for step in record["steps"]:  # nothing was written: a step that would write says so
+        if step["status"] == "changed":
+            step["status"] = "would change"
+        step["would_change"], step["changed"] = bool(step["changed"]), False
     record.update(status=record["plan"]["status"], failed=record["plan"]["status"] in FAILING, resumable=False,
                   changed=False, snapshot=None, rollback=None)
     record["versions"]["after"] = {}

@@ -11,6 +11,7 @@ import os
 import tempfile
 from html import escape
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.record import summary_line
 
 COLORS = {"hypervisor": "#1f77b4", "worker": "#d62728", "client": "#2ca02c"}
@@ -87,17 +88,6 @@ def gate_text(gate):
         gate.get("seconds"), " - " + failures if failures else "")
 
 
-def describe_restored(changes):
-    """What a rollback restored in a pool: ``hypervisor.image a -> b, batchPercentage 34 -> 17,
-    worker.podTemplate changed`` (a Pod template is named, never shown)."""
-    return ", ".join("%s changed" % c["field"] if c.get("hidden") else
-                     "%s %s -> %s" % (c["field"], _shown(c.get("from")), _shown(c.get("to"))) for c in changes)
-
-
-def _shown(value):
-    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def rollback_line(rollback):
     """The rollback in a sentence: the chart it came from and went to, the revisions, the method."""
     return "chart %s -> %s, release revision %s -> %s (revision %s recorded%s)" % (
@@ -112,7 +102,7 @@ def _pool_line(pool):
     return "Pool %s: %s%s%s" % (
         pool["gpupool"], comps or ("nothing rolled" if restored is None else "no campaign"),
         " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "",
-        "; restored by the rollback: %s" % (describe_restored(restored) or "nothing differed") if restored is not None else "")
+        "; restored by the rollback: %s" % (describe_changes(restored) or "nothing differed") if restored is not None else "")
 
 
 def _table(headers, rows):
@@ -153,7 +143,7 @@ def plan_rows(plan):
                      "held by %s until %s" % (lock.get("holder"), lock.get("held_until"))])
     window = plan.get("window") or {}
     if window.get("deadline"):
-        rows.append(["window", "every wait ends by %s%s" % (window["deadline"], (
+        rows.append(["window", "every wait would end by %s%s" % (window["deadline"], (
             " (window %s - %s)" % (window.get("window_start"), window.get("window_end"))
             if window.get("window_end") else ""))])
     snap = plan.get("snapshot")
@@ -162,18 +152,20 @@ def plan_rows(plan):
             snap.get("would_write"), snap.get("release"), snap.get("revision"), snap.get("chart_version"))])
     chart = plan.get("chart")
     if chart:
-        rows.append(["chart", ("chart %s -> %s, app %s -> %s: %s" % (
+        rows.append(["chart", ("would upgrade chart %s -> %s, app %s -> %s: %s" % (
             chart["from"].get("chart_version"), chart["to"].get("chart_version"), chart["from"].get("app_version"),
             chart["to"].get("app_version"), "; ".join(chart["reasons"]))) if chart["changes"] else
-            "unchanged (chart %s)" % chart["to"].get("chart_version")])
-        for what in ("added", "changed", "removed"):
+            "would leave the release as it is (chart %s)" % chart["to"].get("chart_version")])
+        for what, verb in (("added", "add"), ("changed", "change"), ("removed", "remove")):
             for kind, names in sorted((chart.get("manifest") or {}).get(what, {}).items()):
-                rows.append(["chart", "%s %s: %s" % (what, kind, ", ".join(names))])
+                rows.append(["chart", "would %s %s: %s" % (verb, kind, ", ".join(names))])
     for pool in plan.get("pools") or []:
+        changes = describe_changes(pool.get("spec_changes") or [])
         if pool["components"]:
             origin = "; ".join("%s: %s" % (c, " and ".join(o)) for c, o in sorted(pool["origin"].items()))
-            text = "%s: %s (asked by %s) on %s nodes, %d batches of %s at %s%% every %s, from +%ss for about %ss" % (
-                pool["pool"], ", ".join(pool["components"]), origin, pool["nodes"], pool["batch_count"],
+            text = "%s would roll %s (asked by %s)%s on %s nodes, %d batches of %s at %s%% every %s, from +%ss for about %ss" % (
+                pool["pool"], ", ".join(pool["components"]), origin, " - %s -" % changes if changes else "",
+                pool["nodes"], pool["batch_count"],
                 "/".join(str(n) for n in pool["batch_sizes"]), pool["batch_percentage"], pool["batch_interval"],
                 pool["starts_at"], pool["estimated_seconds"])
             if pool.get("gate_bake_seconds"):
@@ -181,14 +173,19 @@ def plan_rows(plan):
                     pool["gate_bake_seconds"], pool["gate_seconds"])
             rows.append(["pools", text])
         elif pool.get("recorded_only") or pool.get("msg"):
-            rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "recorded, not rolled: %s" % ", ".join(
-                pool["recorded_only"]))])
+            rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "would record, not roll: %s%s" % (
+                ", ".join(pool["recorded_only"]), " (%s)" % changes if changes else ""))])
+        elif changes:
+            rows.append(["pools", "%s would be set, no rollout: %s" % (pool["pool"], changes)])
     if plan.get("rotation"):
         rows.append(["rotate", _planned_rotation(plan["rotation"])])
     rollback = plan.get("rollback")
     if rollback:
-        rows.append(["rollback", "to revision %s (chart %s) from %s" % (
+        rows.append(["rollback", "would roll back to revision %s (chart %s) from %s" % (
             rollback["target_revision"], rollback.get("chart_version"), rollback["snapshot"])])
+        for item in rollback.get("component_config") or []:
+            if item.get("restored"):
+                rows.append(["rollback", "would restore pool %s: %s" % (item.get("gpupool"), describe_changes(item["restored"]))])
     est = plan["estimate"]
     rows.append(["estimate", "about %ss (rollout %ss), ends by %s%s" % (
         est["seconds"], est["rollout_seconds"], est["ends_by"],
@@ -199,11 +196,14 @@ def plan_rows(plan):
 
 def _planned_rotation(rotation):
     keys = ", ".join(rotation.get("keys") or []) or "none"
-    steps = ", ".join(" ".join(str(s[k]) for k in ("step", "detail") if s.get(k)) for s in rotation["steps"])
+    steps = ", ".join(" ".join(str(s[k]) for k in ("step", "consumer", "detail") if s.get(k)) for s in rotation["steps"])
     consumers = ", ".join("%s %s/%s" % (c.get("kind"), c.get("namespace"), c.get("name")) for c in rotation["consumers"])
     deleted = "; would delete %s" % ", ".join(rotation["would_delete"]) if rotation.get("would_delete") else ""
-    return "Secret %s (%s, keys %s): %s; consumers: %s%s" % (
-        rotation["secret"], rotation.get("strategy"), keys, steps or "nothing to do", consumers or "none", deleted)
+    if not rotation.get("would_change", True):
+        return "Secret %s (%s, keys %s) is already rotated: nothing would change; consumers: %s" % (
+            rotation["secret"], rotation.get("strategy"), keys, consumers or "none")
+    return "would rotate Secret %s (%s, keys %s): would %s; consumers: %s%s" % (
+        rotation["secret"], rotation.get("strategy"), keys, steps or "change it", consumers or "none", deleted)
 
 
 def _rotation_rows(rotation):
@@ -233,8 +233,9 @@ def render_html(record):
                 [b["step"], b["code"], b["message"]] for b in plan["blocking"]]))
         out.append("<h2>Plan</h2>" + _table(["step", "would"], plan_rows(plan)))
     out.append("<h2>Steps%s</h2>" % (" of the check run" if plan else "") + _table(
-        ["step", "status", "changed", "started", "seconds", "message"], [
-            [s["name"], s["status"], s.get("changed"), s["started"], s["seconds"], s["msg"]] for s in record["steps"]]))
+        ["step", "status", "would change" if plan else "changed", "started", "seconds", "message"], [
+            [s["name"], s["status"], s.get("would_change") if plan else s.get("changed"), s["started"], s["seconds"],
+             s["msg"]] for s in record["steps"]]))
     if not plan:
         out.append("<h2>Versions</h2>" + _table(["", "before", "after"], _versions_rows(record)))
     if record.get("rotation"):
@@ -246,7 +247,7 @@ def render_html(record):
         if pool.get("planned"):
             continue
         if pool.get("restored") is not None:
-            out.append("<p>Restored by the rollback: %s</p>" % escape(describe_restored(pool["restored"]) or "nothing differed"))
+            out.append("<p>Restored by the rollback: %s</p>" % escape(describe_changes(pool["restored"]) or "nothing differed"))
         out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
             [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
             for c, v in sorted(pool["components"].items())]))
