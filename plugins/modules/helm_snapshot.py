@@ -189,8 +189,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 api_server:
-  description: The API server the module talked to.
-  returned: when state is present
+  description:
+    - The API server the module talked to, also in a failed result. With C(changed) true in a
+      failed result, something was written before the failure (a bundle, the key Secret).
+  returned: when the module connected (state present; state absent with a cluster store)
   type: str
   sample: https://k8s.example.com:6443
 bundle:

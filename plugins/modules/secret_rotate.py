@@ -14,7 +14,10 @@ description:
     the product's order. Create the new Secret (O(strategy=versioned)) or update it in place after
     keeping a copy of the old content (O(strategy=in_place)). Point the consumers at it or restart
     them. Wait for their rollouts. Verify that every consumer's new Pods are Ready and run on the
-    new content. Only then, and only with O(delete_old), delete previous versions.
+    new content, that is that each Pod references the rotated Secret (env
+    C(valueFrom.secretKeyRef), C(envFrom), a volume, a projected volume or C(imagePullSecrets)) and,
+    in place, started after the update. Only then, and only with O(delete_old), delete previous
+    versions.
   - Kubernetes restarts nothing when a Secret changes, and the chart's C(tf-cloud-vendor-credentials)
     is never updated by C(helm upgrade); this module does the restarts.
   - Consumers are Deployments, StatefulSets and DaemonSets; GPU pool components (hypervisor,
@@ -23,7 +26,17 @@ description:
     C(imagePullSecrets)). Workloads and pool components are also discovered by scanning the
     namespace's Pod templates and the clusters' component templates.
   - If any step fails, references are pointed back at the old Secret (or its old content is
-    written back), the old Secret stays, and the failure names the step and the consumer.
+    written back and the consumers are restarted on it), the old Secret stays, and the failure
+    names the step and the consumer. A pool component that was written before its rollout failed
+    is put back too, and its campaign awaited. A consumer whose new Pods keep failing to start
+    (C(ImagePullBackOff), C(CrashLoopBackOff)) for 30 seconds ends the wait with the cause, for a
+    workload and a pool component alike; a Deployment past its progress deadline at once.
+  - A put-back whose rollout cannot finish either (its new Pods do not start on the old content
+    as well) is reported in RV(not_put_back) and RV(stuck), saying which Pods are stuck, which Ready
+    Pods still run on the rotated content, and what to do.
+  - With O(strategy=in_place), a consumer whose Pod template does not reference the Secret (for
+    example one that points at a versioned copy of it) is refused before anything is written, since
+    a restart would never bring it the new content.
   - Values never appear in results, diffs or logs. Results carry Secret names, key names and a
     short content digest.
 options:
@@ -128,7 +141,9 @@ options:
     type: int
     default: 60
   stall_timeout:
-    description: For pool components, fail when their rollout makes no progress for this long.
+    description:
+      - For pool components, fail when their rollout makes no progress for this long. Hypervisor
+        Pods that do not start end the wait after 30 seconds whatever this is.
     type: int
   binary_path:
     description: Path of the helm 3 or helm 4 binary for HelmRelease consumers; C(helm) on C(PATH) by default.
@@ -277,17 +292,33 @@ created:
 modified:
   description:
     - What a failed rotation changed before it failed (the Secret updated in place, consumers
-      repointed or restarted); each is in RV(put_back) when putting it back worked.
+      repointed or restarted, also a pool component written before its rollout failed); each is in
+      RV(put_back) when putting it back worked. The message never says that nothing had changed
+      after a write.
   returned: failure
   type: list
   elements: str
   sample: ["Deployment tensor-fusion-sys/tensor-fusion-sys-controller"]
 not_put_back:
-  description: What a failed rotation could not put back (each with the reason in RV(restored)).
+  description:
+    - What a failed rotation could not put back (each with the reason in RV(restored)). With
+      O(strategy=in_place), the Secret's previous content and each consumer's restart on it are
+      separate entries.
   returned: failure
   type: list
   elements: str
-  sample: []
+  sample: ["Deployment tensor-fusion-sys/web restarted on the previous content"]
+stuck:
+  description:
+    - For each put-back that was written but whose rollout cannot finish, one line - the consumer,
+      the Pods that do not start and why, the Ready Pods still on the rotated content, and what to do.
+      The C(restore) step in RV(steps) holds the same as a mapping (C(stuck)).
+  returned: failure
+  type: list
+  elements: str
+  sample: ["Deployment tensor-fusion-sys/web is stuck mid-rollout; to do: fix what keeps its new Pods from
+           starting (web-7c9d app: ImagePullBackOff (Back-off pulling image) for 30s); its rollout finishes by
+           itself, on the previous content, and nothing else is left to put back"]
 put_back:
   description:
     - What was put back after a failure and, when the task waits, is running as before again (each

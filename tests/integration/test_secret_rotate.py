@@ -4,6 +4,7 @@ controller restart, a registry credential moved to a new version through the Ten
 consumer that never becomes Ready leaving everything as it was, idempotence, and no value in the
 output at -vvv."""
 import base64
+import re
 import time
 import uuid
 
@@ -500,3 +501,236 @@ def test_helm_values_key_repointed_controller_verified_old_deleted(lab, api_clie
         for name in [n for n in secret_names(api_client) if n.startswith(base)]:
             core.delete_namespaced_secret(name, NS)
     settle(api_client)
+
+
+# ---- #37: a rotation's undo covers every consumer kind; in place verifies what Pods read ---------
+
+class _WhenPointedBack:
+    """A thread that watches the pool's hypervisor template and, once the rotation has repointed
+    it at another Secret and then back at ``secret``, clears the kubelet's never-Ready images: new
+    hypervisor Pods on the rotated credential cannot start, on the old one they can (a rotated
+    registry credential that is wrong)."""
+
+    def __init__(self, api_client, secret):
+        import threading
+        self.api_client, self.secret = api_client, secret
+        self.moved = self.back = False
+        self.error = None
+        self.seen = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _names(self):
+        template = _pool_entry(self.api_client)["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
+        return [s["name"] for s in template["template"]["spec"].get("imagePullSecrets") or []]
+
+    def _run(self):
+        try:
+            self._follow()
+        except Exception as exc:  # noqa: BLE001 - said by the test's assertion
+            self.error = exc
+
+    def _follow(self):
+        while not self.stop.wait(0.3):
+            try:
+                names = self._names()
+            except client.exceptions.ApiException:
+                continue
+            if not self.seen or self.seen[-1] != names:
+                self.seen.append(names)
+            if self.secret not in names:
+                self.moved = True
+            elif self.moved:
+                client.CoreV1Api(self.api_client).patch_namespaced_config_map(
+                    "tfops-lab-kubelet", "kube-system", {"data": {"neverReadyImages": ""}})
+                self.back = True
+                return
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+def test_a_pool_consumer_that_never_becomes_ready_fails_fast_and_the_pool_is_put_back(lab, api_client, never_ready):
+    """#37 item 1: the hypervisor template repointed at the new version, its new Pods never Ready
+    (ImagePullBackOff): the rotation fails once they have failed for 30 s (not at stall_timeout
+    nor wait_timeout), repoints the component back and awaits that campaign; the result lists the
+    component as modified and put back, never "nothing had changed"."""
+    settle(api_client)
+    tf.set_knobs(api_client, batchGapFloorSeconds=1)
+    core = client.CoreV1Api(api_client)
+    base = "poolreg-" + uuid.uuid4().hex[:5]
+    new_value = canary("new")
+    core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": canary("old")}})
+    before = _pool_entry(api_client)
+    label = "TensorFusionCluster %s pool %s hypervisor" % (TFC, POOL)
+    consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
+    watcher = None
+    try:
+        _set_pull_secrets(lab, api_client, [base])
+        image = _pool_entry(api_client)["specTemplate"]["componentConfig"]["hypervisor"]["image"]
+        never_ready(re.escape(image))  # from now on no new hypervisor Pod becomes Ready ...
+        watcher = _WhenPointedBack(api_client, base)  # ... until the template is back on base
+        started = time.monotonic()
+        run, res = rotate(lab, name=base, strategy="versioned", string_data={"token": new_value},
+                          consumers=consumer, delete_old=True, stall_timeout=600, wait_timeout=900)
+        elapsed = time.monotonic() - started
+        assert run.rc != 0, res
+        assert watcher.back, ("the template was not repointed at the new version and back",
+                              watcher.seen, watcher.error, res)
+        # Failed once the Pods had not started for 30 s; the put-back's campaign is in this time too.
+        assert elapsed < 300, "it waited for stall_timeout (%.0f s)" % elapsed
+        assert res["failed_step"] == "repoint" and res["failed_consumer"] == label, res["msg"]
+        assert "hypervisor Pods do not start" in res["msg"] and "ImagePullBackOff" in res["msg"], res["msg"]
+        assert "nothing had changed" not in res["msg"]
+        new = res["created"][0]
+        assert res["modified"] == [label]
+        assert res["restored"] == res["put_back"] == ["%s points at %s again" % (label, base)]
+        assert res["not_put_back"] == [] and res["stuck"] == []
+        assert res["msg"].endswith("; put back: %s points at %s again" % (label, base))
+        assert [(s["step"], s["status"]) for s in res["steps"]] == [
+            ("create", "ok"), ("repoint", "failed"), ("restore", "ok")]
+        assert res["changed"] is True
+        # The pool is back on the old Secret and its campaign finished: every hypervisor Pod reads
+        # base and is Ready.
+        template = _pool_entry(api_client)["specTemplate"]["componentConfig"]["hypervisor"]["podTemplate"]
+        names = [s["name"] for s in template["template"]["spec"]["imagePullSecrets"]]
+        assert base in names and new not in names, names
+        pods = live_pods(api_client, NS, "tensor-fusion.ai/component=hypervisor")
+        assert len(pods) == 10 and all([s.name for s in p.spec.image_pull_secrets] == names for p in pods)
+        assert all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []) for p in pods)
+        assert base in secret_names(api_client) and new in secret_names(api_client), "nothing deleted"
+        assert_no_value(run.stdout + run.stderr, [new_value])
+    finally:
+        if watcher is not None:
+            watcher.close()
+        _kubelet_knobs(core, neverReadyImages="")
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+        _restore_pool_entry(api_client, before)
+        for name in [n for n in secret_names(api_client) if n.startswith(base)]:
+            core.delete_namespaced_secret(name, NS)
+    settle(api_client)
+
+
+def _web(api_client, ns, secret="app-cred", image=None, replicas=2):
+    apps = client.AppsV1Api(api_client)
+    body = deployment("web", image=image or "registry.lab/app:%s" % ns, replicas=replicas)
+    body["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": secret}}]
+    apps.create_namespaced_deployment(ns, body)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web"
+             and (d.status.available_replicas or 0) == replicas, namespace=ns)
+    return body["spec"]["template"]["spec"]["containers"][0]["image"]
+
+
+def test_in_place_whose_restore_cannot_roll_either_says_what_is_stuck_and_what_to_do(lab, api_client, ns, never_ready):
+    """#37 item 1: in place, a Deployment whose new Pods never start (also on the previous
+    content): the Secret's previous content is put back, the Deployment's restart on it is not
+    (its rollout cannot finish), and the result says which Pods are stuck, why, that its Ready
+    Pods run on the previous content, and what to do."""
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    old_value, new_value = canary("old"), canary("new")
+    core.create_namespaced_secret(ns, {"metadata": {"name": "app-cred"}, "stringData": {"pw": old_value}})
+    image = _web(api_client, ns)
+    never_ready(re.escape(image))
+    started = time.monotonic()
+    run, res = rotate(lab, name="app-cred", namespace=ns, strategy="in_place", string_data={"pw": new_value},
+                      consumers=[{"kind": "Deployment", "name": "web"}], wait_timeout=900)
+    assert run.rc != 0, res
+    assert time.monotonic() - started < 300, "waited for wait_timeout"
+    web = "Deployment %s/web" % ns
+    assert res["failed_step"] == "roll" and res["failed_consumer"] == web, res["msg"]
+    [backup] = res["created"]
+    assert res["modified"] == ["Secret app-cred", web]
+    assert res["put_back"] == ["Secret app-cred has its previous content again (copy in %s)" % backup]
+    assert res["not_put_back"] == ["%s restarted on the previous content" % web]
+    [stuck] = res["stuck"]
+    assert stuck.startswith("%s is stuck mid-rollout; to do: fix what keeps its new Pods from starting (web-" % web)
+    assert "ImagePullBackOff" in stuck and "its rollout finishes by itself, on the previous content, " \
+        "and nothing else is left to put back" in stuck, stuck
+    assert "run on the rotated content" not in stuck, "no Ready Pod started on the rotated content"
+    assert "; STUCK: %s is stuck mid-rollout" % web in res["msg"]
+    [entry] = [s for s in res["steps"] if s.get("stuck")]
+    assert entry["stuck"]["pods_not_ready"] and entry["stuck"]["ready_on_rotated"] == []
+    # What the result says is what the cluster shows: the previous content, the two Pods of
+    # before still Ready, one new Pod that cannot start.
+    assert secret_data(api_client, "app-cred", ns) == {"pw": old_value}
+    dep = apps.read_namespaced_deployment("web", ns)
+    assert (dep.status.available_replicas or 0) == 2, dep.status
+    stuck_pods = [p.metadata.name for p in live_pods(api_client, ns, "app=web")
+                  if not any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+    assert any(p in stuck for p in stuck_pods), (stuck_pods, stuck)
+    assert_no_value(run.stdout + run.stderr, [old_value, new_value])
+
+
+def _kubelet_knobs(core, **knobs):
+    """Set (None: remove) knobs of the kubelet stand-in (ConfigMap kube-system/tfops-lab-kubelet)."""
+    try:
+        core.patch_namespaced_config_map("tfops-lab-kubelet", "kube-system", {"data": knobs})
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+        core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                          "data": {k: v for k, v in knobs.items() if v}})
+
+
+def test_in_place_verifies_what_each_pod_references_not_its_mark(lab, api_client, ns):
+    """#37 item 5: a Deployment that points at a versioned copy of the Secret is refused before
+    anything is written; one repointed at the copy while the rotation rolls it is restarted (its
+    Pods carry the rotation's mark) but read the copy: verification fails, naming what they read,
+    and the previous content is put back."""
+    import threading
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    old_value, new_value = canary("old"), canary("new")
+    core.create_namespaced_secret(ns, {"metadata": {"name": "app-cred"}, "stringData": {"pw": old_value}})
+    consumers = [{"kind": "Deployment", "name": "web"}]
+    # A versioned copy, as a versioned rotation makes it (immutable, in the Secret's family).
+    run, res = rotate(lab, name="app-cred", namespace=ns, strategy="versioned", string_data={"pw": old_value},
+                      wait=False, consumers=[])
+    assert run.rc == 0, res.get("msg")
+    copy_name = res["secret"]["name"]
+    _web(api_client, ns, secret=copy_name)
+    secret_rv = core.read_namespaced_secret("app-cred", ns).metadata.resource_version
+    run, res = rotate(lab, name="app-cred", namespace=ns, strategy="in_place", string_data={"pw": new_value},
+                      consumers=consumers)
+    assert run.rc != 0 and res["msg"] == (
+        "consumer Deployment %s/web does not reference Secret app-cred (it references %s, a version of "
+        "it: rotate with strategy versioned, or point it at app-cred first): an in-place rotation would "
+        "restart it without it ever reading the new content; nothing was written" % (ns, copy_name)), res["msg"]
+    assert core.read_namespaced_secret("app-cred", ns).metadata.resource_version == secret_rv
+
+    def point(secret):
+        apps.patch_namespaced_deployment("web", ns, {"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "envFrom": [{"secretRef": {"name": secret}}]}]}}}})
+    point("app-cred")
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "web" and (d.status.updated_replicas or 0) == 2
+             and (d.status.available_replicas or 0) == 2 and (d.status.replicas or 0) == 2, namespace=ns)
+    _kubelet_knobs(core, readyDelaySeconds="5")  # a rollout that takes a while
+    repointed = threading.Event()
+
+    def repoint_during_the_roll():
+        """Someone points web at the copy again once the rotation has restarted it."""
+        while not repointed.is_set():
+            dep = apps.read_namespaced_deployment("web", ns)
+            if "secret.ops.tensor-fusion.ai/app-cred" in (dep.spec.template.metadata.annotations or {}):
+                point(copy_name)
+                repointed.set()
+                return
+            time.sleep(0.2)
+    thread = threading.Thread(target=repoint_during_the_roll, daemon=True)
+    thread.start()
+    try:
+        run, res = rotate(lab, name="app-cred", namespace=ns, strategy="in_place", string_data={"pw": new_value},
+                          consumers=consumers, wait_timeout=600)
+    finally:
+        repointed.set()
+        thread.join(timeout=10)
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    assert run.rc != 0, "verified although its Pods read %s" % copy_name
+    assert res["failed_step"] == "verify" and res["failed_consumer"] == "Deployment %s/web" % ns, res["msg"]
+    assert "does not reference Secret app-cred (it references %s)" % copy_name in res["msg"], res["msg"]
+    assert res["put_back"][0].startswith("Secret app-cred has its previous content again")
+    assert secret_data(api_client, "app-cred", ns) == {"pw": old_value}
+    pods = live_pods(api_client, ns, "app=web")
+    assert pods and all(p.spec.containers[0].env_from[0].secret_ref.name == copy_name for p in pods)
+    assert_no_value(run.stdout + run.stderr, [old_value, new_value])

@@ -11,7 +11,12 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, WaitTimeout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
+    InvalidInput,
+    RolloutFailed,
+    WaitTimeout,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Context
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
@@ -129,12 +134,23 @@ class World:
         self.failures = {}
         self.consumers = {}
         self.refs = {}  # consumer name -> the Secrets it references at the start (default: BASE)
+        self.pods = {}  # consumer name -> its Pods (what a stuck put-back reports)
+        self.wrote_then_failed = set()  # (action, consumer name, nth call): failed after its write
 
 
 class FakeConsumer:
     """WorkloadConsumer's interface, recording every action in the World's journal."""
 
     world = None  # bound per test (see the world fixture)
+    wrote = False
+
+    @staticmethod
+    def own_target(target):
+        return target
+
+    def pods(self, _target=None):
+        self._do("pods")
+        return self.world.pods.get(self.name, [])
 
     def __init__(self, kube, kind, name, namespace):
         self.kind, self.name, self.namespace = kind, name, namespace
@@ -143,10 +159,16 @@ class FakeConsumer:
         self.calls = {}
         self.world.consumers[name] = self
 
-    def _do(self, action, *args):
+    def _do(self, action, *args, change=None):
+        """Record the action; ``change`` is what it writes. A scripted failure raises before it,
+        or after it for the calls in ``world.wrote_then_failed`` (a pool component's write, then
+        its wait): ``wrote`` says which, as the real consumers do."""
         nth = self.calls[action] = self.calls.get(action, 0) + 1
         self.world.journal.append((action, self.name) + args)
         error = self.world.failures.get((action, self.name, nth))
+        self.wrote = error is not None and (action, self.name, nth) in self.world.wrote_then_failed
+        if change is not None and (error is None or self.wrote):
+            change()
         if error is not None:
             raise error
 
@@ -157,10 +179,12 @@ class FakeConsumer:
         return [n for n in names if n in self.refs]
 
     def repoint(self, old, new, _deadline=None):
-        self._do("repoint", old, new)
         had = old in self.refs
-        self.refs.discard(old)
-        self.refs.add(new)
+
+        def change():
+            self.refs.discard(old)
+            self.refs.add(new)
+        self._do("repoint", old, new, change=change)
         return had
 
     def mark(self, secret_meta, _deadline=None):
@@ -283,7 +307,9 @@ def test_the_first_repoint_failing_undoes_nothing(world, store):
     failure = run_failing(store)
     assert world.journal == repoint("api", BASE, NEW)
     assert failure.details["restored"] == []
-    assert failure.msg.endswith("; nothing had changed yet")
+    # The new version was written: never "nothing had changed".
+    assert failure.msg.endswith("; no consumer and no Secret in use had changed yet "
+                                "(created, unreferenced, kept: %s)" % NEW)
     assert failure.details["created"] == [NEW], "the new version is kept (immutable and unreferenced)"
     assert NEW in store.items
 
@@ -381,8 +407,10 @@ def test_in_place_failed_restart_puts_the_old_content_back_and_restarts_on_it(wo
     key = secret_annotation(store.items[BASE])[0]
     assert world.journal == [("mark", "api", new_version), ("mark", "worker", new_version)] + [
         item for name in ("api", "worker", "cache")
-        for item in (("mark", name, old_version), ("wait", name, ("annotation", key, old_version)))]
-    assert failure.details["restored"] == ["Secret db-creds has its previous content again (copy in %s)" % BACKUP]
+        for item in (("mark", name, old_version), ("wait", name, ("annotation", key, old_version, BASE)))]
+    # The Secret and each consumer are put back one by one, each said on its own.
+    assert failure.details["restored"] == ["Secret db-creds has its previous content again (copy in %s)" % BACKUP] + [
+        "Deployment apps/%s restarted on the previous content" % n for n in ("api", "worker", "cache")]
     assert failure.details["created"] == [BACKUP]
 
 
@@ -402,4 +430,92 @@ def test_in_place_failed_verify_restores_content_once(world, store):
         make_task(kube_with(store), params("in_place")).run()
     assert store.writes.count(("replace", BASE)) == 2
     assert store.items[BASE]["data"] == OLD_DATA
-    assert len(caught.value.details["restored"]) == 1
+    assert len(caught.value.details["restored"]) == 4, "the content once, then each consumer"
+
+
+# ---- a step that wrote, then failed; a put-back that cannot finish (#37 item 1) ----------------------
+
+def _pod(name, secret, ready=True, annotations=None):
+    return {"metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"containers": [{"name": "c"}], "imagePullSecrets": [{"name": secret}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_a_consumer_that_wrote_before_its_wait_failed_is_modified_and_put_back(world, store):
+    """A pool component's repoint is its write and its wait in one call: when the wait fails,
+    the write stands, so it is listed as modified and put back (not "nothing had changed")."""
+    world.failures[("repoint", "api", 1)] = RolloutFailed(
+        "rollout of GPUPool tf-shared cannot finish: its hypervisor Pods do not start: ...")
+    world.wrote_then_failed.add(("repoint", "api", 1))
+    failure = run_failing(store)
+    assert world.journal == repoint("api", BASE, NEW) + put_back("api")
+    assert world.consumers["api"].refs == {BASE}
+    details = failure.details
+    assert details["modified"] == [label("api")]
+    assert details["restored"] == details["put_back"] == ["Deployment apps/api points at db-creds again"]
+    assert details["not_put_back"] == [] and details["stuck"] == []
+    assert [(s["step"], s["status"], s.get("changed")) for s in details["steps"]] == [
+        ("create", "ok", None), ("repoint", "failed", True), ("restore", "ok", None)]
+    assert "nothing had changed" not in failure.msg and "no consumer" not in failure.msg
+    assert failure.msg.endswith("; put back: Deployment apps/api points at db-creds again")
+
+
+def test_a_put_back_whose_rollout_cannot_finish_says_what_is_stuck_and_what_to_do(world, store):
+    world.failures[("verify", "api", 1)] = VerifyFailed("Deployment apps/api: api-2 not Ready")
+    world.failures[("wait", "api", 2)] = RolloutFailed(
+        "Deployment apps/api cannot finish its rollout: its new Pods do not start: api-3 c: "
+        "ImagePullBackOff (Back-off) for 30s", pods_not_ready=["api-3 c: ImagePullBackOff (Back-off) for 30s"])
+    world.pods["api"] = [_pod("api-1", BASE), _pod("api-2", NEW), _pod("api-3", BASE, ready=False)]
+    failure = run_failing(store)
+    details = failure.details
+    assert details["put_back"] == ["Deployment apps/%s points at db-creds again" % n for n in ("cache", "worker")]
+    assert details["not_put_back"] == ["Deployment apps/api points at db-creds again"]
+    assert details["restored"][-1].startswith(
+        "Deployment apps/api points at db-creds again NOT FINISHED (written, but Deployment apps/api "
+        "cannot finish its rollout")
+    [stuck] = [s["stuck"] for s in details["steps"] if s.get("stuck")]
+    assert stuck["pods_not_ready"] == ["api-3 c: ImagePullBackOff (Back-off) for 30s"]
+    assert stuck["ready_on_rotated"] == ["api-2"], "the Ready Pod that still reads the new version"
+    assert details["stuck"] == [
+        "Deployment apps/api is stuck mid-rollout; to do: fix what keeps its new Pods from starting "
+        "(api-3 c: ImagePullBackOff (Back-off) for 30s); its rollout finishes by itself, on the previous "
+        "content, and nothing else is left to put back; until then Pods api-2 run on the rotated "
+        "content (Secret %s): delete them if it must not be used" % NEW]
+    assert "; STUCK: Deployment apps/api is stuck mid-rollout" in failure.msg
+    assert world.consumers["api"].refs == {BASE}, "the reference is back: only the rollout is stuck"
+
+
+def test_in_place_a_consumer_on_a_versioned_copy_is_refused_before_any_write(world, store):
+    """#37 item 5: restarting a consumer that reads a versioned copy would never bring it the new
+    content; it is refused, naming the copy, before the backup or the update."""
+    labels, annotations = secret_plan.version_metadata(BASE, OLD_DATA, "Opaque")
+    store.add(BACKUP, OLD_DATA, metadata={"name": BACKUP, "labels": labels, "annotations": annotations})
+    world.refs["worker"] = {BACKUP}
+    with pytest.raises(InvalidInput) as caught:
+        make_task(kube_with(store), params("in_place")).run()
+    assert caught.value.msg == (
+        "consumer Deployment apps/worker does not reference Secret db-creds (it references %s, a "
+        "version of it: rotate with strategy versioned, or point it at db-creds first): an in-place "
+        "rotation would restart it without it ever reading the new content; nothing was written" % BACKUP)
+    assert store.writes == [] and world.journal == []
+
+
+def test_in_place_a_restart_on_the_previous_content_that_cannot_finish_is_stuck_not_unrestored(world, store):
+    """The Secret's previous content is back (put back); the consumer whose restart on it cannot
+    finish is not put back and is reported stuck - not the Secret."""
+    world.failures[("wait", "worker", 1)] = WaitTimeout("timed out waiting for Deployment apps/worker")
+    world.failures[("wait", "worker", 2)] = RolloutFailed(
+        "Deployment apps/worker cannot finish its rollout: its new Pods do not start: worker-9 c: "
+        "ImagePullBackOff (x) for 30s", pods_not_ready=["worker-9 c: ImagePullBackOff (x) for 30s"])
+    world.pods["worker"] = [_pod("worker-1", BASE)]
+    with pytest.raises(RotationFailed) as caught:
+        make_task(kube_with(store), params("in_place")).run()
+    details = caught.value.details
+    assert store.items[BASE]["data"] == OLD_DATA
+    assert details["put_back"] == ["Secret db-creds has its previous content again (copy in %s)" % BACKUP] + [
+        "Deployment apps/%s restarted on the previous content" % n for n in ("api", "cache")]
+    assert details["not_put_back"] == ["Deployment apps/worker restarted on the previous content"]
+    assert len(details["stuck"]) == 1 and details["stuck"][0].startswith(
+        "Deployment apps/worker is stuck mid-rollout; to do: fix what keeps its new Pods from starting "
+        "(worker-9 c: ImagePullBackOff (x) for 30s)")
+    assert details["modified"] == ["Secret db-creds"] + [label(n) for n in ("api", "worker", "cache")]

@@ -3,7 +3,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import pods_off_target
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import census, pods_off_target
 
 
 def params(**over):
@@ -132,9 +132,55 @@ def _pod(name, secret=None, annotations=None, ready=True, deleting=False):
 def test_pods_off_target():
     pods = [_pod("a", "new"), _pod("b", "old"), _pod("c", "new", ready=False), _pod("d", "old", deleting=True)]
     assert pods_off_target(pods, ("name", "new")) == [
-        ("b", "does not reference Secret new"), ("c", "not Ready")]
-    pods = [_pod("a", annotations={"k": "v1"}), _pod("b", annotations={"k": "v0"})]
-    assert pods_off_target(pods, ("annotation", "k", "v1")) == [("b", "started before the Secret was updated")]
+        ("b", "does not reference Secret new (it references old)"), ("c", "not Ready")]
+    pods = [_pod("a", "s", annotations={"k": "v1"}), _pod("b", "s", annotations={"k": "v0"})]
+    assert pods_off_target(pods, ("annotation", "k", "v1", "s")) == [("b", "started before the Secret was updated")]
+
+
+def test_in_place_verification_checks_what_each_pod_references_not_only_its_mark():
+    """#37 item 5: a Pod restarted for the Secret's version (the mark) that reads a versioned copy
+    of it, or no Secret at all, is not on the rotated Secret."""
+    target = ("annotation", "k", "v1", "s")
+    pods = [_pod("reads-s", "s", annotations={"k": "v1"}), _pod("reads-copy", "s-1a2b3c", annotations={"k": "v1"}),
+            _pod("reads-nothing", annotations={"k": "v1"})]
+    assert pods_off_target(pods, target) == [
+        ("reads-copy", "does not reference Secret s (it references s-1a2b3c)"),
+        ("reads-nothing", "does not reference Secret s (it references no Secret)")]
+    env_target = ("env", "TFOPS_SECRET_VERSION_S", "v1", "s")
+    hv = _pod("hv", "s-1a2b3c")
+    hv["spec"]["containers"][0]["env"] = [{"name": "TFOPS_SECRET_VERSION_S", "value": "v1"}]
+    assert pods_off_target([hv], env_target) == [("hv", "does not reference Secret s (it references s-1a2b3c)")]
+    hv["spec"]["imagePullSecrets"] = [{"name": "s"}]
+    assert pods_off_target([hv], env_target) == []
+
+
+@pytest.mark.parametrize("where", ["env", "envFrom", "volume", "projected", "imagePullSecrets"])
+def test_each_kind_of_reference_counts_and_names_what_is_read(where):
+    spec = {"containers": [{"name": "c"}]}
+    if where == "env":
+        spec["containers"][0]["env"] = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    elif where == "envFrom":
+        spec["containers"][0]["envFrom"] = [{"secretRef": {"name": "s"}}]
+    elif where == "volume":
+        spec["volumes"] = [{"name": "v", "secret": {"secretName": "s"}}]
+    elif where == "projected":
+        spec["volumes"] = [{"name": "v", "projected": {"sources": [{"secret": {"name": "s"}}]}}]
+    else:
+        spec["imagePullSecrets"] = [{"name": "s"}]
+    pod = {"metadata": {"name": "p", "annotations": {"k": "v1"}}, "spec": spec,
+           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert pods_off_target([pod], ("annotation", "k", "v1", "s")) == []
+    assert pods_off_target([pod], ("annotation", "k", "v1", "t")) == [
+        ("p", "does not reference Secret t (it references s)")]
+
+
+def test_census_of_a_stuck_put_back():
+    pods = [_pod("old-1", "old"), _pod("new-1", "new"), _pod("new-2", "new", ready=False),
+            _pod("gone", "new", deleting=True)]
+    assert census(pods, ("name", "new")) == (["new-2"], ["new-1"])
+    marked = [_pod("a", "s", annotations={"k": "rotated"}), _pod("b", "s", annotations={"k": "restored"}),
+              _pod("c", "s", annotations={"k": "restored"}, ready=False)]
+    assert census(marked, ("annotation", "k", "rotated", "s")) == (["c"], ["a"])
 
 
 def test_helm_values_references_and_repoint_only_under_the_key():
@@ -175,3 +221,52 @@ def test_what_a_failed_rotation_created_modified_and_put_back():
                 {"step": "update", "status": "ok", "detail": "db"}]
     assert plan.what_changed(in_place) == {"created": ["db-9f8e"], "modified": ["Secret db"], "put_back": [],
                                            "not_put_back": []}
+
+
+def test_a_step_that_wrote_and_then_failed_modified_its_consumer():
+    """A pool component's repoint writes the TensorFusionCluster, then waits: a failure of its
+    wait leaves the component modified (#37 item 1)."""
+    steps = [{"step": "create", "status": "ok", "detail": "db-1a2b"},
+             {"step": "repoint", "status": "failed", "consumer": "TensorFusionCluster tf pool shared hypervisor",
+              "changed": True},
+             {"step": "repoint", "status": "failed", "consumer": "Deployment ns/never-written"},
+             {"step": "restore", "status": "ok", "detail": "TensorFusionCluster tf pool shared hypervisor points at db again"}]
+    changes = plan.what_changed(steps)
+    assert changes["modified"] == ["TensorFusionCluster tf pool shared hypervisor"]
+    assert changes["put_back"] == ["TensorFusionCluster tf pool shared hypervisor points at db again"]
+
+
+def test_the_outcome_of_a_failure_never_says_nothing_changed_after_a_write():
+    nothing = {"created": [], "modified": [], "stuck": []}
+    assert plan.outcome([], nothing, False) == "nothing had changed yet"
+    created = dict(nothing, created=["db-1a2b"])
+    assert plan.outcome([], created, False) == \
+        "no consumer and no Secret in use had changed yet (created, unreferenced, kept: db-1a2b)"
+    modified = dict(created, modified=["Deployment ns/web"])
+    assert plan.outcome([], modified, False) == "nothing was put back, changed: Deployment ns/web"
+    assert plan.outcome(["Deployment ns/web points at db again"], modified, False) == \
+        "put back: Deployment ns/web points at db again"
+    assert plan.outcome([], modified, True).startswith("the rotation was verified before this step and stays")
+    stuck = dict(modified, stuck=["Deployment ns/web is stuck mid-rollout; to do: fix it"])
+    assert plan.outcome(["Secret db has its previous content again"], stuck, False) == (
+        "put back: Secret db has its previous content again; "
+        "STUCK: Deployment ns/web is stuck mid-rollout; to do: fix it")
+
+
+def test_a_stuck_put_back_says_what_is_stuck_and_what_to_do():
+    report = plan.stuck_report("Deployment ns/web", "Deployment ns/web cannot finish its rollout: ...",
+                               ["web-7c9 app: ImagePullBackOff (Back-off pulling image) for 30s"], [],
+                               "Secret db as rotated")
+    assert report["consumer"] == "Deployment ns/web" and report["ready_on_rotated"] == []
+    assert report["action"] == (
+        "fix what keeps its new Pods from starting (web-7c9 app: ImagePullBackOff (Back-off pulling "
+        "image) for 30s); its rollout finishes by itself, on the previous content, and nothing else "
+        "is left to put back")
+    pool = plan.stuck_report("TensorFusionCluster tf pool shared hypervisor", "rollout of GPUPool ...",
+                             ["hypervisor-gpu-3 hypervisor: ImagePullBackOff"], ["hypervisor-gpu-0"],
+                             "Secret db-1a2b", pool=True)
+    assert "the operator finishes the component's campaign by itself" in pool["action"]
+    assert pool["action"].endswith("; until then Pods hypervisor-gpu-0 run on the rotated content "
+                                   "(Secret db-1a2b): delete them if it must not be used")
+    assert plan.stuck_line(pool).startswith(
+        "TensorFusionCluster tf pool shared hypervisor is stuck mid-rollout; to do: fix what keeps")

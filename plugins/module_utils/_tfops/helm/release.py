@@ -389,7 +389,13 @@ class ReleaseTask(Task):
         seconds = self._seconds()
         full = args + write_args(self.params, self.helm.version, seconds)
         self.result["command"] = self.helm.shown(full)
-        return self.helm.run(full, timeout=int(seconds) + 60)
+        try:
+            return self.helm.run(full, timeout=int(seconds) + 60)
+        finally:
+            # helm writes with its own client: a revision is recorded (deployed, or failed and
+            # perhaps rolled back), so the module changed something whatever happens next.
+            if self.kube is not None:
+                self.kube.written = True
 
     def _current(self):
         history = self.helm.history(self.params["name"], self.params["namespace"])

@@ -7,6 +7,7 @@ over both stores: a folder (helm/bundle.py) and Secrets in the release namespace
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
@@ -69,7 +70,6 @@ def described(kube, params, stores, namespace, release=None, **verify_kwargs):
 def run_snapshot(ctx):
     """helm_snapshot's body (core/module.py's contract)."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import (
-        _connect,
         on_secret,
         open_helm,
     )
@@ -83,9 +83,7 @@ def run_snapshot(ctx):
     if params.get("signing_key"):
         signing.key_from_text(params["signing_key"])  # refused before anything is read
     snapshots.to_prune([], params.get("keep"))  # a keep below 1 is refused before anything is read
-    helm, server = open_helm(ctx)
-    kube = _connect(ctx)
-    try:
+    with open_helm(ctx) as helm, ctx.connected() as kube:
         created = []
 
         def get_key():
@@ -93,9 +91,8 @@ def run_snapshot(ctx):
             created.append(made)
             return key
 
-        with helm:
-            name, meta, files, key = capture(kube, helm, params, on_secret(ctx), get_key)
-        result = {"changed": True, "api_server": server, "meta": meta, "store": params["store"],
+        name, meta, files, key = capture(kube, helm, params, on_secret(ctx), get_key)
+        result = {"changed": True, "meta": meta, "store": params["store"],
                   "files": sorted(list(files) + [snapshots.INDEX]),
                   "signing_key": _key_summary(key, params["namespace"], created[0]),
                   "locations": [], "pruned": [], "secrets": []}
@@ -107,8 +104,6 @@ def run_snapshot(ctx):
             result["secrets"].extend(secrets)
         result["bundle"] = result["locations"][0]
         return result
-    finally:
-        kube.close()
 
 
 def _cluster_bodies(meta, files, key):
@@ -153,6 +148,7 @@ def _write_local(kube, ctx, name, meta, files, key):
         ours = _ours(kube, ctx, meta, LOCAL)
         return location, [i["location"] for i in snapshots.to_prune([{"location": location}] + ours, keep)], []
     location = snapshots.write_bundle(dest, name, files, key)
+    kube.written = True  # a bundle folder is a write too: changed, also when pruning then fails
     pruned = snapshots.to_prune(_ours(kube, ctx, meta, LOCAL), keep)
     for item in pruned:
         snapshots.remove_bundle(item["location"])
@@ -168,13 +164,12 @@ def _key_summary(key, namespace, created):
 def _remove(ctx, stores):
     """state=absent: ``bundle`` (a folder, a folder name in dest, or a secret:// reference), or every
     bundle of the release in the stores."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import _connect
     params = ctx.params
     given = params.get("bundle")
     if given and not snapshot_store.is_reference(given):
         given = given if os.path.isabs(given) else os.path.join(local_dest(params), given)
-    kube = _connect(ctx) if CLUSTER in (_stores_for(given) if given else stores) else None
-    try:
+    connect = CLUSTER in (_stores_for(given) if given else stores)
+    with (ctx.connected() if connect else contextlib.nullcontext()) as kube:
         if given and snapshot_store.is_reference(given):
             namespace, name = snapshot_store.parse_reference(given)
             parts = store_kube.read_bundle(kube, namespace, name)
@@ -185,18 +180,16 @@ def _remove(ctx, stores):
             targets = [(i["location"], i["namespace"], _parts(i) if i["store"] == CLUSTER else None)
                        for i in snapshots.select(described(kube, params, stores, params["namespace"], params["name"],
                                                            signed=False), params["name"], params["namespace"])]
-        for location, namespace, parts in targets:
+        for location, namespace, parts in targets:  # every one checked before the first removal
             if parts is None and not os.path.isfile(os.path.join(location, snapshots.INDEX)):
                 raise InvalidInput("%s does not look like a snapshot bundle; not removing it" % location)
+        for location, namespace, parts in targets:
             if ctx.check_mode:
                 continue
             if parts is None:
                 snapshots.remove_bundle(location)
             else:
                 store_kube.remove_bundle(kube, namespace, parts)
-    finally:
-        if kube is not None:
-            kube.close()
     return {"changed": bool(targets), "removed": [t[0] for t in targets]}
 
 
@@ -207,47 +200,41 @@ def _stores_for(location):
 # ---- helm_snapshot_info -------------------------------------------------------------------------
 def run_snapshot_info(ctx):
     """helm_snapshot_info's body (core/module.py's contract)."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import _connect
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.capture import (
         cluster_identity,
         read_key,
     )
     params = ctx.params
     stores = stores_of(params["store"])
-    uid, server = params.get("cluster_uid"), None
+    uid = params.get("cluster_uid")
     given = signing.key_from_text(params["signing_key"]) if params.get("signing_key") else None
-    keys, warnings = {}, []
+    keys = {}
     # Connected for the cluster store, the cluster's identity and the keys (unless all are given).
-    kube = _connect(ctx) if CLUSTER in stores or (params["verify_cluster"] and not (uid and given)) else None
-    verifying = kube is not None and params["verify_cluster"]
+    connect = CLUSTER in stores or (params["verify_cluster"] and not (uid and given))
+    verifying = connect and params["verify_cluster"]
+    with (ctx.connected() if connect else contextlib.nullcontext()) as kube:
 
-    def key_for(meta):
-        """The key of the bundle's release namespace, read once per namespace and never failing:
-        a key that cannot be read leaves the signature unchecked and the bundle unusable."""
-        if given is not None or not verifying:
-            return given
-        namespace = (meta or {}).get("namespace")
-        if namespace not in keys:
-            try:
-                keys[namespace] = read_key(kube, namespace) if namespace else None
-            except (ApiError, InvalidInput) as exc:
-                warnings.append("the snapshot key of namespace %s could not be read: %s" % (namespace, exc.msg))
-                keys[namespace] = None
-        return keys[namespace]
+        def key_for(meta):
+            """The key of the bundle's release namespace, read once per namespace and never
+            failing: a key that cannot be read leaves the signature unchecked and the bundle
+            unusable."""
+            if given is not None or not verifying:
+                return given
+            namespace = (meta or {}).get("namespace")
+            if namespace not in keys:
+                try:
+                    keys[namespace] = read_key(kube, namespace) if namespace else None
+                except (ApiError, InvalidInput) as exc:
+                    ctx.warn("the snapshot key of namespace %s could not be read: %s" % (namespace, exc.msg))
+                    keys[namespace] = None
+            return keys[namespace]
 
-    try:
-        if kube is not None:
-            server = kube.server
-            if not uid and verifying:
-                uid = cluster_identity(kube)[0]
+        if not uid and verifying:
+            uid = cluster_identity(kube)[0]
         items = described(kube, params, stores, params.get("namespace"), params.get("name"),
                           cluster_uid=uid, key=key_for, allow_unsigned=params["allow_unsigned"])
-    finally:
-        if kube is not None:
-            kube.close()
-    for warning in warnings:
-        ctx.warn(warning)
     chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
                               uid if params["only_this_cluster"] else None)
-    return {"changed": False, "bundles": chosen, "cluster_uid": uid, "api_server": server,
+    return {"changed": False, "bundles": chosen, "cluster_uid": uid,
+            "api_server": kube.server if kube is not None else None,
             "usable": [i["location"] for i in chosen if i["usable"]]}

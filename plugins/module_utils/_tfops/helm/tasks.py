@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bodies of helm_release, helm_snapshot and helm_snapshot_info: connect, run, register every
-secret-looking string with the module so that Ansible masks it anywhere in the output."""
+"""The bodies of helm_release, helm_snapshot and helm_snapshot_info: connect (the module's one
+connection, ``ctx.connected()``), run, register every secret-looking string with the module so
+that Ansible masks it anywhere in the output."""
 
 from __future__ import annotations
 
@@ -32,24 +33,15 @@ FIELD_MANAGER = "tensorfusion.ops"
 
 
 def open_helm(ctx):
-    """(Helm, api server URL) for the module's auth options and binary_path."""
+    """The helm CLI for the module's auth options and binary_path (its own kubeconfig, from the
+    same options as the module's connection; the credentials in it are masked)."""
     auth = resolve_auth(ctx.params)
     cfg = build_configuration(auth)
     kubeconfig = helmcli.kubeconfig_from_configuration(cfg, auth.get("impersonate_user"),
                                                        auth.get("impersonate_groups"))
     on_secret(ctx)([u.get(k) for u in [kubeconfig["users"][0]["user"]]
                     for k in ("token", "client-key-data", "password")])
-    return helmcli.Helm(helmcli.find_binary(ctx.params.get("binary_path")),
-                        kubeconfig=kubeconfig), cfg.host.rstrip("/")
-
-
-def _connect(ctx):
-    """A connection; fenced (checked at once, and before each write) when the task has ``fence``:
-    helm's own writes cannot be fenced one by one, so a run that lost its lock starts no helm."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import connect, fence_with
-    kube = connect(ctx.module)
-    fence_with(kube, ctx.params.get("fence"), ctx.check_mode)
-    return kube
+    return helmcli.Helm(helmcli.find_binary(ctx.params.get("binary_path")), kubeconfig=kubeconfig)
 
 
 def apply_crds(kube, helm, params, check_mode, flags=None):
@@ -149,35 +141,30 @@ def load_snapshot(kube, location, name, namespace, signing_key=None, allow_unsig
 
 
 def run_release(ctx):
-    """helm_release's body (core/module.py's contract)."""
+    """helm_release's body (core/module.py's contract). The module's one connection (fenced by a
+    runbook's lock: helm's own writes cannot be fenced one by one, so a run that lost its lock
+    starts no helm) carries ``changed``, ``api_server`` and the outages ridden out to the result."""
     params = dict(ctx.params)
     deadline = ctx.deadline
     validate(params)
     if deadline.expired():
         raise InvalidInput("the %s has already passed" % deadline.reason)
-    helm, server = open_helm(ctx)
-    with helm:
-        kube = ctx.kube = _connect(ctx)
-        kube.retry_deadline = deadline if deadline.bounded else None
-        try:
-            task = ReleaseTask(ctx, params, helm)
-            # Every flag this helm cannot take is refused here, before anything is written.
-            commands = (helmcli.UPGRADE, helmcli.ROLLBACK) + \
-                ((helmcli.SHOW,) if params["state"] == "present" and params["apply_crds"] else ())
-            helm.check_flags(task.flags, commands)
-            if params["state"] == "present":
-                crds = apply_crds(kube, helm, params, ctx.check_mode, task.flags) \
-                    if params["apply_crds"] else {}
-                result = task.present()
-                result["crds"] = crds
-                result["changed"] = result["changed"] or any(crds.values())
-            elif params.get("revision") is not None:
-                result = task.rolled_back(params["revision"])
-            else:
-                result = _rollback_to_snapshot(kube, ctx, task, params, deadline)
-        finally:
-            kube.close()
-    result["api_server"] = server
+    with open_helm(ctx) as helm, ctx.connected(deadline) as kube:
+        task = ReleaseTask(ctx, params, helm)
+        # Every flag this helm cannot take is refused here, before anything is written.
+        commands = (helmcli.UPGRADE, helmcli.ROLLBACK) + \
+            ((helmcli.SHOW,) if params["state"] == "present" and params["apply_crds"] else ())
+        helm.check_flags(task.flags, commands)
+        if params["state"] == "present":
+            crds = apply_crds(kube, helm, params, ctx.check_mode, task.flags) \
+                if params["apply_crds"] else {}
+            result = task.present()
+            result["crds"] = crds
+            result["changed"] = result["changed"] or any(crds.values())
+        elif params.get("revision") is not None:
+            result = task.rolled_back(params["revision"])
+        else:
+            result = _rollback_to_snapshot(kube, ctx, task, params, deadline)
     return result
 
 

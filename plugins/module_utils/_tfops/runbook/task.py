@@ -33,7 +33,7 @@ def run_inputs(ctx):
     params = ctx.params
     given = dict(params.get("variables") or {})
     given.update(params.get("secret_variables") or {})
-    checked, problems = inputs.check(params["playbook"], given)
+    checked, problems = inputs.check(params["playbook"], given, awx=params.get("awx"))
     unchecked = []
     connection = [p for p in problems if p.startswith(("tfops_kubeconfig", "tfops_context"))]
     if params["cluster"] and not connection:
@@ -63,7 +63,7 @@ class ClusterInputs(Task):
 
     def problems(self, checked, given):
         out = []
-        playbook = self.params["playbook"]
+        playbook = inputs.runbook_of(self.params["playbook"])
         namespace = checked.get("tfops_namespace") or DEFAULT_NAMESPACE
         steps = [lambda: self._namespace("tfops_namespace", namespace, "tfops_namespace" not in checked)]
         if playbook == "upgrade" and checked.get("tfops_pools"):

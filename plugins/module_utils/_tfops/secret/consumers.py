@@ -33,34 +33,65 @@ POD_TEMPLATE_FIELD = {"hypervisor": "podTemplate", "worker": "podTemplate"}
 DEFAULT_CONTAINER = {"hypervisor": "tensor-fusion-hypervisor", "worker": "tensor-fusion-worker"}
 
 
+def on_target(pod, target):
+    """Whether a Pod started on ``target`` (see secret_plan.target_secret): references the
+    Secret (versioned), or started for the Secret's version (in place: the restart's annotation,
+    or on a GPU pool component the version in its containers' environment)."""
+    spec = pod.get("spec") or {}
+    if target[0] == "name":
+        return bool(secretrefs.references(spec, target[1]))
+    if target[0] == "annotation":
+        return (pod["metadata"].get("annotations") or {}).get(target[1]) == target[2]
+    return all({"name": target[1], "value": target[2]} in (c.get("env") or [])
+               for c in spec.get("containers") or [])
+
+
 def pods_off_target(pods, target):
-    """Live Pods that are not Ready or do not run on ``target``: ("name", "why") pairs.
-    ``target`` is ("name", secret) for a versioned rotation, ("annotation", key, value) for an
-    in-place one, or ("env", variable, value) for an in-place one on a GPU pool component."""
+    """Live Pods that do not run on ``target``: ("name", "why") pairs. Each Pod must reference the
+    target's Secret (env valueFrom, envFrom, a volume, a projected volume, imagePullSecrets: what
+    it reads, not a mark on it), have started for its version (in place), and be Ready."""
     wrong = []
+    secret = secret_plan.target_secret(target)
     for pod in pods:
         if not live(pod):
             continue
-        if target[0] == "name" and not secretrefs.references(pod.get("spec"), target[1]):
-            wrong.append((pod["metadata"]["name"], "does not reference Secret %s" % target[1]))
-        elif target[0] == "annotation" and \
-                (pod["metadata"].get("annotations") or {}).get(target[1]) != target[2]:
-            wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
-        elif target[0] == "env" and not all(
-                {"name": target[1], "value": target[2]} in (c.get("env") or [])
-                for c in (pod.get("spec") or {}).get("containers") or []):
-            wrong.append((pod["metadata"]["name"], "started before the Secret was updated"))
+        name, spec = pod["metadata"]["name"], pod.get("spec") or {}
+        if not secretrefs.references(spec, secret):
+            others = secretrefs.secret_names(spec)
+            wrong.append((name, "does not reference Secret %s (%s)" % (
+                secret, "it references %s" % ", ".join(others[:5]) if others else "it references no Secret")))
+        elif not on_target(pod, target):
+            wrong.append((name, "started before the Secret was updated"))
         elif not pod_ready(pod):
-            wrong.append((pod["metadata"]["name"], "not Ready"))
+            wrong.append((name, "not Ready"))
     return wrong
 
 
+def census(pods, rotated):
+    """(Pods that are not Ready, Ready Pods still on the ``rotated`` target) among the live
+    ``pods``: what a put-back whose rollout cannot finish leaves."""
+    alive = live_only(pods)
+    not_ready = sorted(p["metadata"]["name"] for p in alive if not pod_ready(p))
+    on_rotated = sorted(p["metadata"]["name"] for p in alive if pod_ready(p) and on_target(p, rotated))
+    return not_ready, on_rotated
+
+
 class WorkloadConsumer:
+    # A consumer's write is one request: when it fails, nothing was written (see PoolComponentConsumer).
+    wrote = False
+
     def __init__(self, kube, kind, name, namespace):
         self.kube = kube
         self.kind, self.name, self.namespace = kind, name, namespace
         self.restarter = Restarter(kube, kind)
         self.label = "%s %s/%s" % (kind, namespace, name)
+
+    @staticmethod
+    def own_target(target):
+        return target
+
+    def pods(self, _target=None):
+        return self.restarter.pods_of(self.read())
 
     def describe(self):
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name}
@@ -93,7 +124,7 @@ class WorkloadConsumer:
         self.restarter.wait(self.read(), deadline)
 
     def verify(self, target):
-        wrong = pods_off_target(self.restarter.pods_of(self.read()), target)
+        wrong = pods_off_target(self.pods(), target)
         if wrong:
             raise VerifyFailed("%s: %s" % (self.label, "; ".join("%s %s" % w for w in wrong[:10])),
                                consumer=self.label)
@@ -104,11 +135,15 @@ class PoolComponentConsumer:
     (waited on as gpupool_rollout waits), or, when its autoUpdate is off and the task allows it,
     the stale Pods are deleted and the operator recreates them from the current spec."""
 
-    def __init__(self, kube, cluster, pool, component, params):
-        self.kube = kube
-        self.editor = ClusterEditor(kube, cluster)
+    def __init__(self, ctx, cluster, pool, component, params):
+        self.ctx = ctx  # the rotation's: its roll runs in a child of it (ctx.child())
+        self.kube = ctx.kube
+        self.editor = ClusterEditor(self.kube, cluster)
         self.pool, self.component, self.params = pool, component, params
         self.label = "TensorFusionCluster %s pool %s %s" % (self.editor.name, pool, component)
+        # Whether the last repoint or mark wrote before it failed (its write and its wait are
+        # one call): what it changed must be put back and reported.
+        self.wrote = False
 
     def describe(self):
         return {"kind": "TensorFusionCluster", "name": self.editor.name, "pool": self.pool,
@@ -160,7 +195,8 @@ class PoolComponentConsumer:
 
     def _write(self, change, deadline):
         """Write the template change; with autoUpdate on, wait for the rollout like
-        gpupool_rollout does (stale status guarded, stall detected)."""
+        gpupool_rollout does (stale status guarded, stall detected, Pods that do not start)."""
+        self.wrote = False
         transform = self._changed_template(change)
         entry_before = self._entry()[2]["specTemplate"]
         if transform(entry_before) == entry_before:
@@ -168,15 +204,21 @@ class PoolComponentConsumer:
         if not self.auto_update():
             self.editor.update(pool_entry_transform(self.pool, transform))
             return True
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Context
         from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import RolloutTask
         params = {"cluster": self.editor.name, "pool": self.pool, "state": "present",
                   "components": {self.component: {}}, "rolling_update": {},
                   "wait": deadline is not None, "wait_timeout": 0, "deadline": None,
                   "stall_timeout": self.params.get("stall_timeout"), "on_deadline": "fail",
                   "wait_until_progress": 100, "namespace": self.params.get("namespace")}
-        RolloutTask(Context(kube=self.kube, check_mode=False, deadline=deadline or Deadline(timeout=60)),
-                    params, template_change=transform).run()
+        # The rotation's child: the roll's warnings reach the rotation's result. Hypervisor Pods
+        # that do not start end the wait as fast as a Deployment's new Pods end its rollout's.
+        task = RolloutTask(self.ctx.child(deadline=deadline or Deadline(timeout=60)), params,
+                           template_change=transform, pods_fail_after=workloads.FATAL_FOR_SECONDS)
+        writes = self.kube.writes
+        try:
+            task.run()
+        finally:
+            self.wrote = self.kube.writes > writes
         return True
 
     def repoint(self, old, new, deadline=None):
@@ -191,12 +233,16 @@ class PoolComponentConsumer:
         return secret_plan.template_env_mark(self.template(), key) == version
 
     @staticmethod
-    def _own_target(target):
+    def own_target(target):
         """An in-place rotation's version is in the Pod spec's environment here, not in an
         annotation (see mark)."""
         if target[0] == "annotation":
-            return ("env", secret_plan.version_env_name(target[1]), target[2])
+            return ("env", secret_plan.version_env_name(target[1]), target[2], target[3])
         return target
+
+    def pods(self, _target=None):
+        """The hypervisor Pods of the pool (a worker's Pods belong to the workloads)."""
+        return self._observer().hypervisor_pods() if self.component == "hypervisor" else []
 
     def wait(self, deadline, target):
         """With autoUpdate on, the write already waited. Otherwise give the operator the grace
@@ -204,7 +250,7 @@ class PoolComponentConsumer:
         replacements."""
         if self.auto_update():
             return
-        target = self._own_target(target)
+        target = self.own_target(target)
         observer = self._observer()
         grace = Deadline(timeout=max(1, int(self.params.get("unrolled_grace") or 0)))
         watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
@@ -235,7 +281,7 @@ class PoolComponentConsumer:
         return PoolObserver(self.kube, self.gpupool(), self.params.get("namespace"))
 
     def verify(self, target):
-        target = self._own_target(target)
+        target = self.own_target(target)
         observer = self._observer()
         if self.component == "hypervisor":
             pods = observer.hypervisor_pods()

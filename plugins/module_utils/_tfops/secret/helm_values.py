@@ -26,6 +26,15 @@ class HelmValuesConsumer:
         self.kube, self.helm = kube, helm
         self.release, self.namespace, self.values_key = release, namespace, values_key
         self.label = "HelmRelease %s/%s values %s" % (namespace, release, values_key)
+        self.wrote = False  # whether the last repoint's helm upgrade ran (and failed)
+
+    @staticmethod
+    def own_target(target):
+        return target
+
+    def pods(self, target):
+        """The Pods of the release's workloads that use the target's Secret."""
+        return [p for w in self.workloads(secret_plan.target_secret(target)) for p in w.pods(target)]
 
     def describe(self):
         return {"kind": "HelmRelease", "namespace": self.namespace, "name": self.release,
@@ -50,8 +59,13 @@ class HelmValuesConsumer:
             "secret_rotate: %s %s -> %s (tensorfusion.ops)" % (self.values_key, old, new))
         seconds = int(deadline.remaining()) if deadline is not None and deadline.bounded \
             else DEFAULT_HELM_SECONDS
-        self.helm.run(args + ["--timeout", helmcli.seconds_flag(max(1, seconds))],
-                      timeout=max(1, seconds) + 60)
+        self.wrote = False
+        try:
+            self.helm.run(args + ["--timeout", helmcli.seconds_flag(max(1, seconds))],
+                          timeout=max(1, seconds) + 60)
+        finally:
+            # helm's own client wrote a revision, deployed or failed: changed, and put back.
+            self.wrote = self.kube.written = True
         return True
 
     def mark(self, secret_meta, _deadline=None):
@@ -73,13 +87,14 @@ class HelmValuesConsumer:
         return found
 
     def wait(self, deadline, target):
-        for workload in self.workloads(target[1]):
+        for workload in self.workloads(secret_plan.target_secret(target)):
             workload.wait(deadline, target)
 
     def verify(self, target):
-        workloads = self.workloads(target[1])
+        secret = secret_plan.target_secret(target)
+        workloads = self.workloads(secret)
         if not workloads:
-            raise VerifyFailed("%s: no workload of the release references Secret %s after the "
-                               "upgrade" % (self.label, target[1]), consumer=self.label)
+            raise VerifyFailed("%s: no workload of the release references Secret %s" % (
+                self.label, secret), consumer=self.label)
         for workload in workloads:
             workload.verify(target)

@@ -230,17 +230,73 @@ def template_env_mark(template, key):
         any(e.get("name") == name for e in c.get("env") or []) for c in containers) else None
 
 
+def target_secret(target):
+    """The Secret a rotation's target names: ("name", secret) for a versioned rotation,
+    ("annotation", key, version, secret) or ("env", variable, version, secret) for an in-place one
+    (a Pod on it references ``secret`` and started for ``version``)."""
+    return target[1] if target[0] == "name" else target[3]
+
+
 def what_changed(steps):
     """From a rotation's steps: the Secrets it ``created`` (versions and backups), the objects
-    it ``modified`` (the Secret updated in place, consumers repointed or restarted), what was
-    ``put_back`` after a failure and what could ``not_put_back`` - what a rotation's report lists."""
+    it ``modified`` (the Secret updated in place, consumers repointed or restarted, also by a step
+    that wrote and then failed in its wait), what was ``put_back`` after a failure and what could
+    ``not_put_back`` - what a rotation's report lists."""
     created = [s["detail"] for s in steps if s["step"] in ("create", "backup") and s["status"] == "ok"]
     modified = []
     for s in steps:
-        if s["step"] in ("update", "repoint", "restart") and s["status"] == "ok" and s.get("changed", True):
+        wrote = s.get("changed", True) if s["status"] == "ok" else s.get("changed", False)
+        if s["step"] in ("update", "repoint", "restart") and wrote:
             what = s.get("consumer") or "Secret %s" % s.get("detail")
             if what not in modified:
                 modified.append(what)
     put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] == "ok"]
     not_put_back = [s["detail"] for s in steps if s["step"] == "restore" and s["status"] != "ok"]
     return {"created": created, "modified": modified, "put_back": put_back, "not_put_back": not_put_back}
+
+
+def stuck_lines(steps):
+    """For each put-back that was written but whose rollout cannot finish: what is stuck and what
+    to do, one line each."""
+    return [stuck_line(s["stuck"]) for s in steps if s["step"] == "restore" and s.get("stuck")]
+
+
+def outcome(restored, changes, verified):
+    """What a failure left, for its message: what was put back (and what not, and what is stuck),
+    or what stays (a failure after the rotation was verified undoes nothing), or what had changed
+    - never "nothing had changed" after a write."""
+    if restored:
+        text = "put back: %s" % "; ".join(restored)
+        if changes.get("stuck"):
+            text += "; STUCK: %s" % "; ".join(changes["stuck"])
+        return text
+    if verified:
+        return "the rotation was verified before this step and stays (created: %s; changed: %s)" % (
+            ", ".join(changes["created"]) or "nothing", ", ".join(changes["modified"]) or "nothing")
+    if changes["modified"]:
+        return "nothing was put back, changed: %s" % ", ".join(changes["modified"])
+    if changes["created"]:
+        return "no consumer and no Secret in use had changed yet (created, unreferenced, kept: %s)" % (
+            ", ".join(changes["created"]))
+    return "nothing had changed yet"
+
+
+def stuck_report(consumer, why, not_ready, on_rotated, rotated, pool=False):
+    """What a put-back that was written but whose rollout cannot finish leaves, and what the
+    operator must do (pure). ``why``: the wait's failure; ``not_ready``: the Pods that do not
+    start; ``on_rotated``: Ready Pods that still run on the rotated content (``rotated``: the
+    rotated Secret, or its version); ``pool``: the operator rolls a GPU pool component's Pods."""
+    roller = "the operator finishes the component's campaign" if pool else "its rollout finishes"
+    action = ("fix what keeps its new Pods from starting (%s); %s by itself, on the previous "
+              "content, and nothing else is left to put back" % (
+                  "; ".join(not_ready[:5]) if not_ready else "see why", roller))
+    if on_rotated:
+        action += ("; until then Pods %s run on the rotated content (%s): delete them if it must "
+                   "not be used" % (", ".join(on_rotated[:10]), rotated))
+    return {"consumer": consumer, "why": why, "pods_not_ready": list(not_ready),
+            "ready_on_rotated": list(on_rotated), "action": action}
+
+
+def stuck_line(stuck):
+    """One line of a stuck put-back: which consumer, and what to do."""
+    return "%s is stuck mid-rollout; to do: %s" % (stuck["consumer"], stuck["action"])

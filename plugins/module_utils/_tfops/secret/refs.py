@@ -43,6 +43,24 @@ def references(spec, secret):
     return found
 
 
+def secret_names(spec):
+    """The names of every Secret a Pod spec references, sorted (what a Pod reads instead of the
+    Secret a check expected)."""
+    names = set()
+    for _section, container in _containers(spec or {}):
+        for env in container.get("env") or []:
+            names.add(((env.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name"))
+        for source in container.get("envFrom") or []:
+            names.add((source.get("secretRef") or {}).get("name"))
+    for volume in (spec or {}).get("volumes") or []:
+        names.add((volume.get("secret") or {}).get("secretName"))
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            names.add((source.get("secret") or {}).get("name"))
+    for pull in (spec or {}).get("imagePullSecrets") or []:
+        names.add(pull.get("name"))
+    return sorted(n for n in names if n)
+
+
 def repoint(spec, old, new):
     """A copy of the Pod spec with every reference to ``old`` naming ``new`` instead."""
     spec = copy.deepcopy(spec or {})

@@ -30,6 +30,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.con
     PoolComponentConsumer,
     WorkloadConsumer,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import census as consumer_census
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import secret_annotation
 
 
@@ -48,17 +49,6 @@ def normalized_data(params):
 def _message(exc):
     """A typed error's message; anything else (a bug, an untyped client error) by its type too."""
     return exc.msg if isinstance(exc, TfopsError) else "%s: %s" % (type(exc).__name__, exc)
-
-
-def _outcome(restored, changes, verified):
-    """What a failure left: what was put back, or what stays (a failure after the rotation was
-    verified undoes nothing), or that nothing had changed."""
-    if restored:
-        return "put back: %s" % "; ".join(restored)
-    if verified:
-        return "the rotation was verified before this step and stays (created: %s; changed: %s)" % (
-            ", ".join(changes["created"]) or "nothing", ", ".join(changes["modified"]) or "nothing")
-    return "nothing had changed yet"
 
 
 def secret_forms(params):
@@ -89,11 +79,19 @@ def run_rotation(ctx):
         try:
             if any(c["kind"] == "HelmRelease" for c in ctx.params.get("consumers") or []):
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
-                helm = open_helm(ctx)[0]
+                helm = open_helm(ctx)
             return RotateTask(ctx, ctx.params, helm).run()
         finally:
             if helm is not None:
                 helm.close()
+
+
+class _Stuck(Exception):
+    """A put-back that was written but whose rollout cannot finish (internal to RotateTask)."""
+
+    def __init__(self, consumer, error, rotated):
+        super().__init__(_message(error))
+        self.consumer, self.error, self.rotated = consumer, error, rotated
 
 
 class RotateTask(Task):
@@ -101,16 +99,20 @@ class RotateTask(Task):
 
     def __init__(self, ctx, params, helm=None):
         super().__init__(ctx, params)
+        self.ctx = ctx  # a pool consumer's roll runs in a child of it
         self.helm = helm
         self.namespace = params["namespace"]
         self.secrets = self.kube.resource("Secret", api_version="v1")
         self.steps = []
         self.undo = []  # callables that put things back, newest last
         self.verified = False  # the consumers run on the new content: nothing is undone after
+        self.rotated = None  # in place: the Secret as updated (its version)
 
     # ---- steps ------------------------------------------------------------------------------
-    def step(self, name, fn, consumer=None, detail=None):
-        """Run one recorded step; a failure becomes RotationFailed after undoing what was done."""
+    def step(self, name, fn, consumer=None, detail=None, undo=None):
+        """Run one recorded step; a failure becomes RotationFailed after undoing what was done.
+        ``undo`` (label, fn) puts the step's change back: kept when the step succeeds, and when it
+        fails after its consumer wrote (a pool component's write, then its wait)."""
         started = time.monotonic()
         entry = {"step": name, "status": "ok"}
         if consumer is not None:
@@ -123,20 +125,29 @@ class RotateTask(Task):
         except Exception as exc:  # pylint: disable=broad-except  # any failure puts back what was done
             message = _message(exc)
             entry.update(status="failed", error=message)
+            if consumer is not None and getattr(consumer, "wrote", False):
+                entry["changed"] = True  # written before the failure: modified, and put back
+                if undo is not None:
+                    self.undo.append(undo)
             restored = self.rollback()
-            changes = secret_plan.what_changed(self.steps)
+            changes = dict(secret_plan.what_changed(self.steps), stuck=secret_plan.stuck_lines(self.steps))
             raise RotationFailed(
                 "secret_rotate failed at step %s%s: %s; %s" % (
                     name, " for %s" % consumer.label if consumer is not None else "", message,
-                    _outcome(restored, changes, self.verified)),
+                    secret_plan.outcome(restored, changes, self.verified)),
                 failed_step=name, failed_consumer=consumer.label if consumer is not None else None,
                 steps=self.steps, restored=restored, **changes)
+        if undo is not None:
+            self.undo.append(undo)
         if name in ("repoint", "restart"):
             entry["changed"] = bool(value)  # False: it already pointed there, or ran on this version
         entry["seconds"] = round(time.monotonic() - started, 3)
         return value
 
     def rollback(self):
+        """Run the undo entries, newest first (an entry may add entries, run next); a failed one
+        does not stop the others. A put-back that was written but cannot finish its rollout says
+        what is stuck and what to do."""
         done = []
         while self.undo:
             label, fn = self.undo.pop()
@@ -144,11 +155,35 @@ class RotateTask(Task):
                 fn()
                 done.append(label)
                 self.steps.append({"step": "restore", "status": "ok", "detail": label})
+            except _Stuck as stuck:
+                entry = {"step": "restore", "status": "failed", "detail": label,
+                         "error": _message(stuck.error), "stuck": self._stuck(stuck)}
+                done.append("%s NOT FINISHED (written, but %s)" % (label, _message(stuck.error)))
+                self.steps.append(entry)
             except Exception as exc:  # pylint: disable=broad-except  # the other undo steps still run
                 done.append("%s FAILED (%s)" % (label, _message(exc)))
                 self.steps.append({"step": "restore", "status": "failed", "detail": label,
                                    "error": _message(exc)})
         return done
+
+    def _stuck(self, stuck):
+        """What a stuck put-back leaves: its Pods that do not start, its Ready Pods still on the
+        rotated content (read now, best effort), and what to do."""
+        consumer, error = stuck.consumer, stuck.error
+        details = error.details if isinstance(error, TfopsError) else {}
+        reasons = list(details.get("pods_not_ready") or
+                       (details.get("diagnostics") or {}).get("hypervisor_pods_not_ready") or [])
+        rotated = consumer.own_target(stuck.rotated)
+        on_rotated = []
+        try:
+            not_ready, on_rotated = consumer_census(consumer.pods(stuck.rotated), rotated)
+            reasons = reasons or not_ready
+        except Exception:  # pylint: disable=broad-except  # a report of what is stuck is best effort
+            pass
+        what = "Secret %s" % rotated[1] if rotated[0] == "name" else \
+            "Secret %s as rotated" % secret_plan.target_secret(rotated)
+        return secret_plan.stuck_report(consumer.label, _message(error), reasons, on_rotated, what,
+                                        pool=isinstance(consumer, PoolComponentConsumer))
 
     # ---- reading ----------------------------------------------------------------------------
     def read_secret(self, name):
@@ -178,7 +213,7 @@ class RotateTask(Task):
         found = []
         for spec in params.get("consumers") or []:
             if spec["kind"] == "TensorFusionCluster":
-                found.append(PoolComponentConsumer(self.kube, spec.get("name"), spec["pool"],
+                found.append(PoolComponentConsumer(self.ctx, spec.get("name"), spec["pool"],
                                                    spec["component"], params))
             elif spec["kind"] == "HelmRelease":
                 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.helm_values import (
@@ -217,7 +252,7 @@ class RotateTask(Task):
                     config = ((entry.get("specTemplate") or {}).get("componentConfig") or {}).get(comp) or {}
                     spec = ((config.get("podTemplate") or {}).get("template") or {}).get("spec")
                     if any(secretrefs.references(spec, n) for n in names):
-                        found.append(PoolComponentConsumer(self.kube, tfc["metadata"]["name"],
+                        found.append(PoolComponentConsumer(self.ctx, tfc["metadata"]["name"],
                                                            entry["name"], comp, self.params))
         return found
 
@@ -322,10 +357,10 @@ class RotateTask(Task):
         for consumer, olds in moves:
             for old in olds:
                 self.step("repoint", lambda c=consumer, o=old: c.repoint(o, new_name, self._wait_deadline(c)),
-                          consumer=consumer, detail="%s -> %s" % (old, new_name))
-                self.undo.append(("%s points at %s again" % (consumer.label, old),
-                                  lambda c=consumer, o=old: self._put_back(
-                                      c, lambda d: c.repoint(new_name, o, d), ("name", o))))
+                          consumer=consumer, detail="%s -> %s" % (old, new_name),
+                          undo=("%s points at %s again" % (consumer.label, old),
+                                lambda c=consumer, o=old: self._put_back(
+                                    c, lambda d: c.repoint(new_name, o, d), ("name", o), ("name", new_name))))
         self._roll_and_verify([c for c in consumers if c.referenced([new_name])], ("name", new_name))
         self.undo, self.verified = [], True
         deleted = self.prune(new_name) if self.params.get("delete_old") else []
@@ -361,6 +396,7 @@ class RotateTask(Task):
         same = old_data == data and old_type == secret_type
         consumers = self.consumers([name])
         self._require(consumers)
+        self._require_references(consumers, name)
         self._preflight(consumers)
         backup = secretrefs.versioned_name(name, old_data, old_type)
         result = {"secret": secret_plan.content_view(name, data, secret_type),
@@ -378,15 +414,17 @@ class RotateTask(Task):
         if not same:
             if self.read_secret(backup) is None:
                 self.step("backup", lambda: self.create_version(backup, old_data, old_type), detail=backup)
-            meta = self.step("update", lambda: self._replace(current, data, secret_type), detail=name)
-            self.undo.append(("Secret %s has its previous content again (copy in %s)" % (name, backup),
-                              lambda: self._restore_content(old_data, old_type, consumers)))
+            meta = self.step("update", lambda: self._replace(current, data, secret_type), detail=name,
+                             undo=("Secret %s has its previous content again (copy in %s)" % (name, backup),
+                                   lambda: self._restore_content(old_data, old_type, consumers)))
+            self.rotated = meta
         marked = []
         for consumer in consumers:
             if self.step("restart", lambda c=consumer: c.mark(meta, self._wait_deadline(c)), consumer=consumer):
                 marked.append(consumer.label)
         key, version = secret_annotation(meta)
-        self._roll_and_verify(consumers, ("annotation", key, version))
+        # Each Pod must reference this Secret (what it reads) and have started for this version.
+        self._roll_and_verify(consumers, ("annotation", key, version, name))
         self.undo, self.verified = [], True
         deleted = self.prune(name) if self.params.get("delete_old") else []
         result.update(changed=not same or bool(marked) or bool(deleted), restarts=marked, deleted=deleted)
@@ -412,17 +450,49 @@ class RotateTask(Task):
                               namespace=self.namespace).to_dict()
 
     def _restore_content(self, old_data, old_type, consumers):
-        latest = self.read_secret(self.params["name"])
+        """The previous content back in the Secret; then (run next by rollback, one entry each)
+        every consumer restarted on it: Pods started on the rotated content start on the previous
+        one."""
+        name = self.params["name"]
+        latest = self.read_secret(name)
         meta = self._replace(latest, old_data, old_type)
         key, version = secret_annotation(meta)
-        for consumer in consumers:  # Pods started on the new content restart on the old one
-            self._put_back(consumer, lambda d, c=consumer: c.mark(meta, d), ("annotation", key, version))
+        rotated = ("annotation", key, secret_annotation(self.rotated)[1], name)
+        for consumer in reversed(consumers):  # run in the consumers' order: the newest entry goes first
+            self.undo.append(("%s restarted on the previous content" % consumer.label,
+                              lambda c=consumer: self._put_back(
+                                  c, lambda d: c.mark(meta, d), ("annotation", key, version, name), rotated)))
 
-    def _put_back(self, consumer, write, target):
+    def _put_back(self, consumer, write, target, rotated):
         """Undo one consumer's change and, when the task waits, wait until it runs as before
-        (pool components wait inside their write)."""
+        (pool components wait inside their write). Written but not finished: _Stuck, with
+        ``rotated`` (the target it is put back from)."""
         deadline = Deadline(timeout=UNDO_WAIT_SECONDS) if self.params["wait"] else None
         waits_in_write = isinstance(consumer, PoolComponentConsumer)
-        write(deadline if waits_in_write else None)
+        try:
+            write(deadline if waits_in_write else None)
+        except Exception as exc:  # pylint: disable=broad-except  # typed below, raised as it came otherwise
+            if waits_in_write and consumer.wrote:
+                raise _Stuck(consumer, exc, rotated)
+            raise
         if deadline is not None and not waits_in_write:
-            consumer.wait(deadline, target)
+            try:
+                consumer.wait(deadline, target)
+            except Exception as exc:  # pylint: disable=broad-except
+                raise _Stuck(consumer, exc, rotated)
+
+    def _require_references(self, consumers, name):
+        """In place, a consumer whose Pod template does not reference the Secret would be
+        restarted without ever reading the new content (one that points at a versioned copy of it,
+        say): refused before anything is written."""
+        for consumer in consumers:
+            if consumer.referenced([name]):
+                continue
+            copies = consumer.referenced(sorted(m["metadata"]["name"] for m in self.family()
+                                                if m["metadata"]["name"] != name))
+            raise InvalidInput(
+                "consumer %s does not reference Secret %s%s: an in-place rotation would restart it "
+                "without it ever reading the new content; nothing was written" % (
+                    consumer.label, name,
+                    " (it references %s, a version of it: rotate with strategy versioned, or point it "
+                    "at %s first)" % (", ".join(copies), name) if copies else ""))
