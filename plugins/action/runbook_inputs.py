@@ -14,6 +14,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook im
 from ansible_collections.tensorfusion.ops.plugins.plugin_utils.in_process import InProcessModuleAction, preload
 
 preload("runbook_inputs")
+# What the fleet's check reads of the job AWX runs (runbook/fleet.py).
+AWX = ("job_id", "job_template_name", "job_launch_type", "workflow_job_id", "workflow_job_name")
 
 
 class ActionModule(InProcessModuleAction):
@@ -24,7 +26,7 @@ class ActionModule(InProcessModuleAction):
         if "variables" not in args and "secret_variables" not in args and task_vars is not None:
             playbook = self._templar.template(args.get("playbook"))
             given, secret = {}, {}
-            for variable in inputs.variables(playbook) if playbook in inputs.RUNBOOKS else []:
+            for variable in inputs.variables(playbook) if playbook in inputs.PLAYBOOKS else []:
                 if variable.name not in task_vars:
                     continue
                 try:
@@ -33,4 +35,8 @@ class ActionModule(InProcessModuleAction):
                     value = "<cannot be templated: %s>" % exc.message
                 (secret if variable.is_secret(value) else given)[variable.name] = value
             self._task.args = dict(args, variables=given, secret_variables=secret)
+        if "awx" not in args and task_vars is not None:
+            # The AWX job's own extra variables (AWX sets each as awx_* and tower_*).
+            found = dict((name, task_vars.get("awx_" + name, task_vars.get("tower_" + name))) for name in AWX)
+            self._task.args = dict(self._task.args, awx=dict((k, v) for k, v in found.items() if v is not None))
         return super().run(tmp, task_vars)

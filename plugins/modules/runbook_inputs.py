@@ -30,10 +30,12 @@ description:
 options:
   playbook:
     description:
-      - The runbook whose variables are checked (C(fleet_upgrade.yml) runs as V(upgrade)).
+      - The runbook whose variables are checked. V(fleet_upgrade) checks those of V(upgrade) and
+        the fleet's own (C(tfops_fleet_serial), C(tfops_fleet_wave), C(tfops_fleet_passed),
+        C(tfops_fleet_failed)), and the job's place in a fleet workflow (see O(awx)).
     type: str
     required: true
-    choices: [upgrade, rollback, rotate_secret, precheck]
+    choices: [upgrade, rollback, rotate_secret, precheck, fleet_upgrade]
   variables:
     description:
       - The runbook's C(tfops_*) variables as the user set them, by name. Variables of the
@@ -45,6 +47,17 @@ options:
       - The variables that may hold secrets (C(tfops_secret_data), C(tfops_secret_string_data),
         C(tfops_snapshot_signing_key), C(tfops_values), a C(tfops_kubeconfig) mapping), checked as
         O(variables) are. Never logged; a refusal names the variable and the key, never a value.
+    type: dict
+    default: {}
+  awx:
+    description:
+      - The AWX job's own variables, without their C(awx_) prefix (C(job_template_name),
+        C(workflow_job_name), C(job_launch_type), ...). With O(playbook=fleet_upgrade) they tell
+        a slice of a sliced job template (AWX runs one as a workflow job named after its job
+        template), which must be a wave of a fleet workflow (C(tfops_fleet_wave)), never the
+        canary or a whole fleet with its own canary and waves.
+      - In a playbook the action gathers them itself from the task's variables (C(awx_*), else
+        C(tower_*)) when they are not given.
     type: dict
     default: {}
   cluster:
@@ -123,15 +136,16 @@ api_server:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.inputs import RUNBOOKS
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.inputs import PLAYBOOKS
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.task import run_inputs
 
 
 def main():
     module = tfmodule.new_module(
-        dict(playbook=dict(type="str", required=True, choices=list(RUNBOOKS)),
+        dict(playbook=dict(type="str", required=True, choices=list(PLAYBOOKS)),
              variables=dict(type="dict", default={}),
              secret_variables=dict(type="dict", default={}, no_log=True),
+             awx=dict(type="dict", default={}),
              cluster=dict(type="bool", default=True)),
         supports_check_mode=True)
     tfmodule.run(module, run_inputs)

@@ -207,7 +207,7 @@ def test_every_variable_in_the_readme_is_specified():
     documented |= set(re.findall(r"^\| `(tfops_[a-z0-9_]+)`, `(tfops_[a-z0-9_]+)`", readme, re.M) and
                       [n for pair in re.findall(r"^\| `(tfops_[a-z0-9_]+)`, `(tfops_[a-z0-9_]+)`", readme, re.M) for n in pair])
     documented |= set(n for pair in re.findall(r"^\| `(tfops_[a-z0-9_]+)` / `(tfops_[a-z0-9_]+)`", readme, re.M) for n in pair)
-    play_level = {"tfops_hosts", "tfops_fleet_hosts", "tfops_fleet_serial"}
+    play_level = {"tfops_hosts", "tfops_fleet_hosts"}
     assert documented - play_level == set(inputs.BY_NAME)
 
 

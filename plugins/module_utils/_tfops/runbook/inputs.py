@@ -36,9 +36,13 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
     WINDOW_OPTIONS,
     WINDOW_RULES,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import fleet
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 
 RUNBOOKS = ("upgrade", "rollback", "rotate_secret", "precheck")
+# fleet_upgrade.yml is upgrade.yml across an inventory: upgrade.yml's variables and its own.
+FLEET = ("fleet_upgrade",)
+PLAYBOOKS = RUNBOOKS + FLEET
 ALL = RUNBOOKS
 CHANGING = ("upgrade", "rollback", "rotate_secret")  # lock, window, saved plans
 HELM = ("upgrade", "rollback")
@@ -331,6 +335,11 @@ SPEC = [
     V("tfops_each_batch", ("upgrade",), boolean),
     V("tfops_gates", ("upgrade",), gates),
     V("tfops_rollback_on_failure", ("upgrade",), boolean),
+    # fleet_upgrade.yml (the play's hosts and serial, and its place in a fleet workflow; runbook/fleet.py).
+    V("tfops_fleet_serial", FLEET, fleet.serial),
+    V("tfops_fleet_wave", FLEET, whole(0, unit="")),
+    V("tfops_fleet_passed", FLEET, fleet.passed_wave),
+    V("tfops_fleet_failed", FLEET, fleet.failed_clusters),
     # rollback.yml.
     V("tfops_snapshot", ("rollback",), snapshot),
     V("tfops_runs", ("rollback",), mapping),
@@ -356,9 +365,14 @@ WINDOW_VARIABLES = dict(start="tfops_window_start", end="tfops_window_end", cron
                         timezone="tfops_window_timezone", safety_margin="tfops_window_safety_margin")
 
 
+def runbook_of(playbook):
+    """The runbook ``playbook`` runs (fleet_upgrade.yml runs upgrade.yml's for each cluster)."""
+    return "upgrade" if playbook in FLEET else playbook
+
+
 def variables(playbook):
-    """The variables ``playbook`` reads (fleet_upgrade.yml reads upgrade.yml's)."""
-    return [v for v in SPEC if playbook in v.runbooks]
+    """The variables ``playbook`` reads (fleet_upgrade.yml: upgrade.yml's and its own)."""
+    return [v for v in SPEC if playbook in v.runbooks or runbook_of(playbook) in v.runbooks]
 
 
 def is_set(variable, value):
@@ -366,13 +380,14 @@ def is_set(variable, value):
 
 
 # ---- all of them, and what goes between them ----------------------------------------------------
-def check(playbook, given, helm_on_path=None):
+def check(playbook, given, helm_on_path=None, awx=None):
     """(values as the runbook uses them, problems): every variable of ``playbook`` in ``given``
     ({name: value}, the variables the user set) checked, then the rules between them. Pure but
     for the controller's files it looks at. ``helm_on_path``: where helm is found when
-    tfops_helm_binary is unset (shutil.which by default)."""
-    if playbook not in RUNBOOKS:
-        raise InvalidInput("playbook %r is not a runbook (%s)" % (playbook, ", ".join(RUNBOOKS)))
+    tfops_helm_binary is unset (shutil.which by default). ``awx``: the AWX job's own variables
+    (``awx_*`` without the prefix; fleet_upgrade.yml's place in a fleet workflow)."""
+    if playbook not in PLAYBOOKS:
+        raise InvalidInput("playbook %r is not a runbook (%s)" % (playbook, ", ".join(PLAYBOOKS)))
     checked, problems = {}, []
     for variable in variables(playbook):
         value = given.get(variable.name)
@@ -386,10 +401,12 @@ def check(playbook, given, helm_on_path=None):
             problems.append(exc.msg)
     for rule in RULES:
         try:
-            rule(playbook, checked, given)
+            rule(runbook_of(playbook), checked, given)
         except InvalidInput as exc:
             problems.append(exc.msg)
-    if playbook in HELM and "tfops_helm_binary" not in checked and \
+    if playbook in FLEET:
+        problems += _fleet(checked, given, awx)
+    if runbook_of(playbook) in HELM and "tfops_helm_binary" not in checked and \
             not any(p.startswith("tfops_helm_binary") for p in problems):
         found = helm_on_path if helm_on_path is not None else shutil.which("helm")
         if not found:
@@ -450,6 +467,16 @@ def _secret(playbook, checked, given):
     secret_plan.check_key_names(keys, "tfops_secret_data/tfops_secret_string_data")
     if checked.get("tfops_secret_strategy") == "versioned" and len(checked.get("tfops_secret_name") or "") > 242:
         raise InvalidInput("tfops_secret_name is too long for a versioned Secret (at most 242 characters)")
+
+
+def _fleet(checked, given, awx):
+    """fleet_upgrade.yml's place in a fleet workflow (runbook/fleet.py); nothing when one of its
+    variables is refused already."""
+    names = ("tfops_fleet_serial", "tfops_fleet_wave", "tfops_fleet_passed", "tfops_fleet_failed")
+    if any(is_set(BY_NAME[n], given.get(n)) and n not in checked for n in names):
+        return []
+    return fleet.problems(checked.get("tfops_fleet_wave"), checked.get("tfops_fleet_serial"),
+                          checked.get("tfops_fleet_passed"), checked.get("tfops_fleet_failed"), awx)
 
 
 RULES = (_window, _region, _secret)
