@@ -76,7 +76,7 @@ class Supervisor:
     restarted, kwok lists everything again and plays what is due at once, as a kubelet's status
     sync (every 10 s) would."""
 
-    def __init__(self, kwok: Kwok, poll: float = 1.0, startup_grace: float = 10.0,
+    def __init__(self, kwok: Kwok, poll: float = 0.25, startup_grace: float = 10.0,
                  backoff_first: float = 1.0, backoff_max: float = 30.0):
         self.kwok = kwok
         self.wanted: "queue.Queue[str]" = queue.Queue()
