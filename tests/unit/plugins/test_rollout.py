@@ -2,6 +2,7 @@
 stale-status guard, and every bad input refused before a write."""
 import pytest
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
@@ -141,17 +142,53 @@ def test_batches(pct, expected):
      r"components.worker.pod_template.template: unknown key spex"),
     ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": {"name": "x"}}}}}}, {},
      r"template.spec.containers: a mapping, not a list of containers \(write each item as - name: ...\)"),
-    ({"hypervisor": {"pod_template": {"template": {"spec": {"containres": []}}}}}, {},
-     r"template.spec: unknown key containres; a Pod spec has"),
     ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"name": "a", "env": {"A": "1"}}]}}}}},
      {}, r"containers\[0\].env: a mapping, not a list of env"),
-    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"name": "a", "imagee": "x"}]}}}}},
-     {}, r"containers\[0\]: unknown key imagee; a container has"),
     ({"hypervisor": {"pod_template": "template: {}"}}, {}, r"pod_template: a string, not a Pod template"),
 ])
 def test_bad_input(components, policy, fragment):
     with pytest.raises(InvalidInput, match=fragment):
         rollout.validate_task(components, policy)
+
+
+# The second pass, once connected: the keys of the Pod spec and its containers against the names
+# the API server publishes (core/podtemplate.py; Kubernetes 1.35's stand in here).
+MISSPELT = [
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containres": []}}}}},
+     r"template.spec: unknown key containres; a Pod spec has"),
+    ({"hypervisor": {"pod_template": {"template": {"spec": {"containers": [{"name": "a", "imagee": "x"}]}}}}},
+     r"containers\[0\]: unknown key imagee; a container has"),
+    ({"worker": {"pod_template": {"template": {"metadata": {"label": {"a": "b"}}}}}},
+     r"worker.pod_template.template.metadata: unknown key label; object metadata has"),
+]
+
+
+@pytest.mark.parametrize("components, fragment", MISSPELT)
+def test_misspelt_pod_fields_are_refused_against_the_servers_names(components, fragment):
+    rollout.validate_task(components, {})  # the shape is right: the first pass takes it
+    with pytest.raises(InvalidInput, match=fragment):
+        rollout.validate_task(components, {}, pod_fields=podtemplate.BUILTIN_FIELDS)
+
+
+def test_a_field_the_server_knows_is_taken_though_kubernetes_1_35_did_not_know_it():
+    """A newer Kubernetes adds Pod spec fields: the server's own names decide, not ours."""
+    components = {"hypervisor": {"pod_template": {"template": {"spec": {"futureField": True}}}}}
+    newer = dict(podtemplate.BUILTIN_FIELDS, PodSpec=podtemplate.BUILTIN_FIELDS["PodSpec"] + ("futureField",))
+    rollout.validate_task(components, {}, pod_fields=newer)
+    with pytest.raises(InvalidInput, match="unknown key futureField"):
+        rollout.validate_task(components, {}, pod_fields=podtemplate.BUILTIN_FIELDS)
+
+
+def test_field_names_are_read_from_the_openapi_v3_core_document():
+    doc = {"components": {"schemas": {
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"properties": {"labels": {}, "name": {}}},
+        "io.k8s.api.core.v1.PodSpec": {"properties": {"containers": {}, "volumes": {}}},
+        "io.k8s.api.core.v1.Container": {"properties": {"name": {}, "image": {}}}}}}
+    assert podtemplate.field_names(doc) == {"ObjectMeta": ("labels", "name"),
+                                            "PodSpec": ("containers", "volumes"),
+                                            "Container": ("image", "name")}
+    del doc["components"]["schemas"]["io.k8s.api.core.v1.Container"]
+    assert podtemplate.field_names(doc) is None and podtemplate.field_names({}) is None
 
 
 def test_a_runbook_names_its_own_variable():

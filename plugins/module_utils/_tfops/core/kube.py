@@ -13,7 +13,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
     build_api_client,
     require_kubernetes,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate, retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     Forbidden,
@@ -126,6 +126,7 @@ class Kube:
         # Set by a task run under a runbook's lock (maintenance/fence.py): every write first checks that the
         # lock is still the run's.
         self.fence = None
+        self._pod_fields = None
 
     @property
     def dynamic(self):
@@ -188,6 +189,22 @@ class Kube:
                                unreachable=bool(details.get("unreachable")),
                                refused=bool(details.get("refused")),
                                just_back=self.outages.just_back(), route_missing=route_missing(error))
+
+    def pod_field_names(self):
+        """The field names of object metadata, a Pod spec and a container that this API server
+        knows (core/podtemplate.py ``field_names``), read once from its OpenAPI v3 document of the
+        core group - so a pod_template is checked against the Kubernetes it will run on. When it
+        publishes none, or these credentials may not read it, Kubernetes 1.35's."""
+        if self._pod_fields is None:
+            try:
+                response = self.call("get", "openapi/v3/api/v1", self.dynamic.request, "GET",
+                                     "/openapi/v3/api/v1", serialize=False)
+                self._pod_fields = podtemplate.field_names(json.loads(response.data))
+            except ApiError as exc:
+                if exc.status not in (403, 404):
+                    raise
+            self._pod_fields = self._pod_fields or podtemplate.BUILTIN_FIELDS
+        return self._pod_fields
 
     def namespace_exists(self, name):
         """True or False; None when these credentials may not read it (a runbook's RBAC reads

@@ -6,9 +6,14 @@ with its ``metadata`` and Pod ``spec``), checked before it is written anywhere.
 
 TensorFusion keeps a component's ``podTemplate`` as a raw object (docs/operator-behaviour.md 1.1):
 the API server stores whatever it is given, so a misspelt key (``spex`` for ``spec``) or a mapping
-where a list belongs would be stored, and only the operator would fail on it, later. The field
-names are those of Kubernetes 1.35 (PodTemplate, PodTemplateSpec, ObjectMeta, PodSpec,
-Container); a name outside them is refused with its path."""
+where a list belongs would be stored, and only the operator would fail on it, later.
+
+Two passes, both before any write. Without the cluster (``validate``): the shape - a PodTemplate's
+and its template's own keys, lists where lists belong, named containers and environment
+variables. With it (``validate`` given ``fields``): every key of the metadata, the Pod spec and
+each container against the names the API server itself publishes (``field_names``, from its
+OpenAPI v3 document), so a field a newer Kubernetes adds is taken and a misspelt one is refused
+with its path. ``BUILTIN_FIELDS`` (Kubernetes 1.35) stands in for a server that publishes none."""
 
 from __future__ import annotations
 
@@ -41,6 +46,23 @@ SPEC_LISTS = ("volumes", "tolerations", "imagePullSecrets", "hostAliases", "read
 CONTAINER_LIST_FIELDS = ("args", "command", "env", "envFrom", "ports", "volumeMounts", "volumeDevices",
                          "resizePolicy", "restartPolicyRules")
 MAPPINGS = ("nodeSelector", "affinity", "securityContext", "dnsConfig", "os", "overhead", "resources")
+# The schemas whose field names the second pass checks, by their OpenAPI names.
+SCHEMAS = {"ObjectMeta": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+           "PodSpec": "io.k8s.api.core.v1.PodSpec", "Container": "io.k8s.api.core.v1.Container"}
+BUILTIN_FIELDS = {"ObjectMeta": OBJECT_META, "PodSpec": POD_SPEC, "Container": CONTAINER}
+
+
+def field_names(openapi_v3_core):
+    """{ObjectMeta|PodSpec|Container: sorted field names} from the API server's OpenAPI v3
+    document of the core group (``/openapi/v3/api/v1``); None when it lacks one of them."""
+    schemas = ((openapi_v3_core or {}).get("components") or {}).get("schemas") or {}
+    found = {}
+    for what, name in SCHEMAS.items():
+        properties = (schemas.get(name) or {}).get("properties")
+        if not properties:
+            return None
+        found[what] = tuple(sorted(properties))
+    return found
 
 
 def _mapping(value, path, what):
@@ -49,6 +71,8 @@ def _mapping(value, path, what):
 
 
 def _known(value, path, names, what):
+    if names is None:  # the pass without the cluster: these names are the server's to say
+        return
     unknown = sorted(str(k) for k in value if k not in names)
     if unknown:
         raise InvalidInput("%s: unknown key%s %s; %s has %s" % (
@@ -61,17 +85,17 @@ def _list(value, path, what):
         raise InvalidInput("%s: %s, not a list of %s%s" % (path, kind_of(value), what, hint))
 
 
-def _metadata(value, path):
+def _metadata(value, path, fields):
     _mapping(value, path, "a mapping of object metadata (labels, annotations)")
-    _known(value, path, OBJECT_META, "object metadata")
+    _known(value, path, fields.get("ObjectMeta"), "object metadata")
     for field in ("labels", "annotations"):
         if value.get(field) is not None:
             _mapping(value[field], "%s.%s" % (path, field), "a mapping of names to strings")
 
 
-def _container(value, path):
+def _container(value, path, fields):
     _mapping(value, path, "a container (a mapping with name, image, ...)")
-    _known(value, path, CONTAINER, "a container")
+    _known(value, path, fields.get("Container"), "a container")
     if not isinstance(value.get("name"), str) or not value.get("name"):
         raise InvalidInput("%s: a container needs a name; containers are merged into the current "
                            "template by name (for example tensor-fusion-hypervisor)" % path)
@@ -85,14 +109,14 @@ def _container(value, path):
             raise InvalidInput("%s: an environment variable needs a name" % where)
 
 
-def _pod_spec(value, path):
+def _pod_spec(value, path, fields):
     _mapping(value, path, "a Pod spec (a mapping with containers, volumes, ...)")
-    _known(value, path, POD_SPEC, "a Pod spec")
+    _known(value, path, fields.get("PodSpec"), "a Pod spec")
     for field in CONTAINER_LISTS:
         if value.get(field) is not None:
             _list(value[field], "%s.%s" % (path, field), "containers")
             for index, container in enumerate(value[field]):
-                _container(container, "%s.%s[%d]" % (path, field, index))
+                _container(container, "%s.%s[%d]" % (path, field, index), fields)
     for field in SPEC_LISTS:
         if value.get(field) is not None:
             _list(value[field], "%s.%s" % (path, field), field)
@@ -101,19 +125,22 @@ def _pod_spec(value, path):
             _mapping(value[field], "%s.%s" % (path, field), "a mapping")
 
 
-def validate(value, path="pod_template"):
+def validate(value, path="pod_template", fields=None):
     """Refuse (InvalidInput naming ``path`` and the key) what is not a PodTemplate: an unknown key
-    at any of its levels, a mapping where a list belongs, a container without a name."""
+    of the template's own levels, a mapping where a list belongs, a container without a name;
+    with ``fields`` ({ObjectMeta|PodSpec|Container: names}) also a key of the metadata, the Pod
+    spec or a container that is not one of those names."""
+    fields = fields or {}
     _mapping(value, path, "a Pod template (a mapping with template.spec)")
     _known(value, path, POD_TEMPLATE, "a Pod template")
     if value.get("metadata") is not None:
-        _metadata(value["metadata"], path + ".metadata")
+        _metadata(value["metadata"], path + ".metadata", fields)
     template = value.get("template")
     if template is None:
         return
     _mapping(template, path + ".template", "a mapping with metadata and spec")
     _known(template, path + ".template", TEMPLATE, "a Pod template's template")
     if template.get("metadata") is not None:
-        _metadata(template["metadata"], path + ".template.metadata")
+        _metadata(template["metadata"], path + ".template.metadata", fields)
     if template.get("spec") is not None:
-        _pod_spec(template["spec"], path + ".template.spec")
+        _pod_spec(template["spec"], path + ".template.spec", fields)

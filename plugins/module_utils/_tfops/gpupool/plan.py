@@ -119,16 +119,19 @@ def _whole_number(option, value, low, high):
         raise InvalidInput("%s: %r is not a whole number %d-%d" % (option, value, low, high))
 
 
-def validate_task(components, rolling_update, where=""):
+def validate_task(components, rolling_update, where="", pod_fields=None):
     """Every check that can fail without the cluster, before anything is read or written.
-    ``where`` goes before each option's name in a message (a runbook's tfops_pools[0].)."""
+    ``where`` goes before each option's name in a message (a runbook's tfops_pools[0].).
+    ``pod_fields``: the API server's field names (Kube.pod_field_names), for the second pass over
+    a pod_template once connected (core/podtemplate.py)."""
     for comp, settings in (components or {}).items():
         for key, value in (settings or {}).items():
             if value is not None and key.endswith("image"):
                 validate_image(comp, key, value, "%scomponents.%s.%s" % (where, comp, key))
         if (settings or {}).get("pod_template") is not None:
             # A raw object upstream (docs/operator-behaviour.md 1.1): the API server stores anything.
-            podtemplate.validate(settings["pod_template"], "%scomponents.%s.pod_template" % (where, comp))
+            podtemplate.validate(settings["pod_template"], "%scomponents.%s.pod_template" % (where, comp),
+                                 pod_fields)
         port = (settings or {}).get("port_number")
         if port is not None:
             _whole_number("%scomponents.%s.port_number" % (where, comp), port, 0, 65535)

@@ -123,6 +123,8 @@ def run_rollout(ctx):
     with ctx.connected() as kube:
         # The hypervisor Pods waited for live there: a wrong one would write and then time out.
         kube.require_namespace(params["namespace"])
+        if any((settings or {}).get("pod_template") for settings in params["components"].values()):
+            rollout.validate_task(params["components"], {}, pod_fields=kube.pod_field_names())
         return RolloutTask(ctx, params).run()
 
 

@@ -68,6 +68,7 @@ class ClusterInputs(Task):
         steps = [lambda: self._namespace("tfops_namespace", namespace, "tfops_namespace" not in checked)]
         if playbook == "upgrade" and checked.get("tfops_pools"):
             steps.append(lambda: self._pools(checked["tfops_pools"]))
+            steps.append(lambda: self._pod_templates(checked["tfops_pools"]))
         for name in ("tfops_window_pool", "tfops_verify_pool"):
             if checked.get(name):
                 steps.append(lambda n=name: self._gpupool(n, checked[n]))
@@ -129,6 +130,15 @@ class ClusterInputs(Task):
         known = ["%s (GPUPool %s-%s)" % (e.get("name"), c["metadata"]["name"], e.get("name"))
                  for c in clusters or [] for e in (c.get("spec") or {}).get("gpuPools") or []]
         return "%s; the pools are: %s" % ("; ".join(missing), ", ".join(known) or "none")
+
+    def _pod_templates(self, pools):
+        """Each pool's pod_templates against the field names this API server knows."""
+        for index, item in enumerate(pools):
+            components = item.get("components") if isinstance(item, dict) else None
+            if any((settings or {}).get("pod_template") for settings in (components or {}).values()):
+                rollout.validate_task(components, {}, "tfops_pools[%d]." % index,
+                                      pod_fields=self.kube.pod_field_names())
+        return None
 
     def _gpupool(self, name, pool):
         try:
