@@ -103,18 +103,39 @@ def bearer_token_env(pdd, host, token, ca_pem):
             "K8S_AUTH_SSL_CA_CERT": str(ca_path)}
 
 
-def inventory_script(hosts):
-    """inventory/hosts as AWX writes it: an executable that prints the inventory's JSON."""
-    data = {"all": {"hosts": sorted(hosts)}, "_meta": {"hostvars": hosts}}
+def sliced(names, number=1, count=1):
+    """The hosts of slice ``number`` (from 1) of ``count`` as AWX's job slicing picks them
+    (Inventory.get_sliced_hosts): the hosts ordered by name, every ``count``-th from the
+    ``number``-th."""
+    names = sorted(names)
+    return names[number - 1::count] if count > 1 and number > 0 else names
+
+
+def inventory_script(hosts, groups=None, number=1, count=1):
+    """inventory/hosts as AWX writes it for slice ``number`` of ``count`` (1 of 1: the whole
+    inventory): an executable that prints the inventory's JSON. ``hosts`` {name: vars}, ``groups``
+    {group: [host names]}: a group keeps the slice's hosts only, and every group stays a child of
+    ``all`` (Inventory.get_script_data)."""
+    groups = groups or {}
+    mine = sliced(hosts, number, count)
+    grouped = set(h for members in groups.values() for h in members)
+    data = {"all": {"hosts": [h for h in mine if h not in grouped]}}
+    if groups:
+        data["all"]["children"] = sorted(groups)
+    for group, members in groups.items():
+        if any(h in members for h in mine):
+            data[group] = {"hosts": [h for h in mine if h in members]}
+    data["_meta"] = {"hostvars": dict((h, hosts[h]) for h in mine)}
     return "#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nprint(%r)\n" % json.dumps(data)
 
 
-def lay_out(pdd, hosts, extravars, envvars, job_timeout=600):
-    """The private data dir: inventory/hosts (0700 script), env/extravars, env/envvars,
-    env/settings (AWX's job timeout), empty project/ and requirements_collections/ for the caller
-    to fill with the project checkout and the installed collection."""
+def lay_out(pdd, hosts, extravars, envvars, job_timeout=600, groups=None, job_slice=(1, 1)):
+    """The private data dir: inventory/hosts (0700 script; with ``job_slice`` (number, count) the
+    slice's), env/extravars, env/envvars, env/settings (AWX's job timeout), empty project/ and
+    requirements_collections/ for the caller to fill with the project checkout and the installed
+    collection."""
     pdd = Path(pdd)
-    write_private(pdd / "inventory" / "hosts", inventory_script(hosts), 0o700)
+    write_private(pdd / "inventory" / "hosts", inventory_script(hosts, groups, *job_slice), 0o700)
     write_private(pdd / "env" / "extravars", yaml.safe_dump(extravars))
     write_private(pdd / "env" / "envvars", yaml.safe_dump(envvars))
     write_private(pdd / "env" / "settings", yaml.safe_dump({"job_timeout": job_timeout, "pexpect_timeout": 5}))
