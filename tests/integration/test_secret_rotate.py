@@ -4,6 +4,7 @@ controller restart, a registry credential moved to a new version through the Ten
 consumer that never becomes Ready leaving everything as it was, idempotence, and no value in the
 output at -vvv."""
 import base64
+import copy
 import re
 import time
 import uuid
@@ -266,7 +267,7 @@ def test_in_place_rotation_rolls_hypervisor_and_worker_templates_and_is_verified
         core.create_namespaced_pod(ns, _tf_pod(ns, "tf-app"))
         # The webhook creates the workload during the Pod's admission.
         assert custom.list_namespaced_custom_object(GROUP, VERSION, ns, "tensorfusionworkloads")["items"]
-        config = before["specTemplate"]["componentConfig"]
+        config = copy.deepcopy(before["specTemplate"]["componentConfig"])  # before is restored as it was
         hv_template = config["hypervisor"]["podTemplate"]
         hv_template["template"]["spec"]["imagePullSecrets"] = [{"name": name}]
         wk_template = config["worker"]["podTemplate"]
