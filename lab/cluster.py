@@ -141,7 +141,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
         # would evict Pods, which a lab of thousands of simulated nodes may not want.
         controllers = ("*,-node-ipam-controller,-certificatesigningrequest-signing-controller"
                        + ("" if node_lifecycle else ",-node-lifecycle-controller"))
-        state["processes"].append(procs.spawn("kube-controller-manager", [
+        state["processes"].append(_spawn_supervised("kube-controller-manager", [
             str(bin_dir / "kube-controller-manager"), f"--kubeconfig={state_dir / 'kubeconfig'}",
             "--leader-elect=false", f"--service-account-private-key-file={pki / 'sa.key'}",
             f"--root-ca-file={pki / 'ca.crt'}", f"--controllers={controllers}",
@@ -151,7 +151,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"], logs))
         save_state(state)
         (state_dir / "scheduler.json").write_text(scheduler_config(state_dir / "kubeconfig"))
-        state["processes"].append(procs.spawn("kube-scheduler", [
+        state["processes"].append(_spawn_supervised("kube-scheduler", [
             str(bin_dir / "kube-scheduler"), f"--config={state_dir / 'scheduler.json'}",
             f"--authentication-kubeconfig={state_dir / 'kubeconfig'}",
             f"--authorization-kubeconfig={state_dir / 'kubeconfig'}",
@@ -202,6 +202,13 @@ def scheduler_config(kubeconfig: Path) -> str:
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": name} for name in SCHEDULER_NAMES]}, indent=2)
+
+
+def _spawn_supervised(name: str, argv: List[str], logs: Path) -> Dict:
+    """A control-plane process that is started again when it exits on its own (lab.supervise), as
+    a kubelet restarts a crashed static Pod; ``lab down`` stops it like any other."""
+    return procs.spawn(name, [sys.executable, "-m", "lab.supervise", name, "--", *argv], logs,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
 
 
 def _ready_nodes(state: Dict) -> int:

@@ -460,3 +460,23 @@ def test_kwok_ends_with_the_stand_in_even_a_killed_one(tmp_path):
         assert not _running(kwok), "kwok outlived its stand-in"
     finally:
         cluster.down(tmp_path / "kwok-lab")
+
+
+def test_a_crashed_kube_scheduler_is_started_again_and_pods_are_scheduled(lab, api_client, namespace):
+    """kube-scheduler ends itself when its cache sees a Pod bound elsewhere than it assumed (an API
+    server outage in a binding can cause it); the lab starts it again, as a kubelet would."""
+    import os
+    import signal
+    [record] = [r for r in lab["processes"] if r["name"] == "kube-scheduler"]
+    children = open(f"/proc/{record['pid']}/task/{record['pid']}/children").read().split()
+    assert len(children) == 1, children
+    os.kill(int(children[0]), signal.SIGKILL)  # the scheduler itself; its supervisor stays
+    time.sleep(0.5)
+    assert procs.alive(record)
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(namespace, deployment("after-crash", replicas=2))
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "after-crash"
+             and (d.status.ready_replicas or 0) == 2, namespace=namespace, timeout=60,
+             what="the Deployment's Pods scheduled and Ready after kube-scheduler was killed")
+    again = open(f"/proc/{record['pid']}/task/{record['pid']}/children").read().split()
+    assert again and again != children
