@@ -31,6 +31,7 @@ description:
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.retry
 attributes:
   check_mode:
     support: full
@@ -151,6 +152,7 @@ drift:
 import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.runs import run_change_plan
 
 
@@ -164,7 +166,8 @@ def main():
              plan=dict(type="raw"),
              playbook=dict(type="str"),
              inventory_host=dict(type="str", default="localhost"),
-             max_age=dict(type="int", default=86400)),
+             max_age=dict(type="int", default=86400),
+             **RETRY_ARG_SPEC),
         required_if=[("state", "verified", ["plan", "playbook"])],
         supports_check_mode=True)
     if isinstance(module.params["inputs"], str):

@@ -102,6 +102,7 @@ options:
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.retry
 attributes:
   check_mode:
     support: full
@@ -271,12 +272,14 @@ msg:
   sample: "inside the window 2026-11-30 02:02 CST to 2026-11-30 06:02 CST: 2h38m0s left, deadline 2026-11-30 05:57 CST"
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.options import WINDOW_OPTIONS, WINDOW_RULES
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_window
 
 
 def main():
-    module = tfmodule.new_module(dict(WINDOW_OPTIONS), supports_check_mode=True, **WINDOW_RULES)
+    # retry_timeout: for the read of the pool's window (a runbook's window step rides out an outage).
+    module = tfmodule.new_module(dict(WINDOW_OPTIONS, **RETRY_ARG_SPEC), supports_check_mode=True, **WINDOW_RULES)
     tfmodule.run(module, run_window)
 
 

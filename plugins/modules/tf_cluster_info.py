@@ -99,14 +99,6 @@ options:
       - The holder identity of the run asking (a runbook's precheck under its own lock); that
         holder's lock is no finding.
     type: str
-  retry_timeout:
-    description:
-      - Seconds during which a read that fails in a way that can heal (the API server refuses or
-        resets connections while it restarts, answers 429 or 5xx, or denies for a moment after
-        it came back) is tried again, with capped exponential backoff; each outage ridden out
-        becomes a warning. V(0) with no O(deadline) fails at once.
-    type: int
-    default: 0
   deadline:
     description:
       - An absolute time (ISO 8601, for example a maintenance window's deadline) until which
@@ -148,6 +140,7 @@ options:
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.retry
 attributes:
   check_mode:
     support: full
@@ -299,6 +292,7 @@ api_requests:
   sample: 14
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import run_info
 
 
@@ -311,7 +305,6 @@ def main():
              workloads=dict(type="bool", default=True),
              cached_reads=dict(type="bool", default=True),
              findings_per_code=dict(type="int", default=20),
-             retry_timeout=dict(type="int", default=0),
              deadline=dict(type="str"),
              lock_name=dict(type="str", default="tensorfusion-ops-maintenance"),
              own_lock_holder=dict(type="str"),
@@ -319,7 +312,8 @@ def main():
                  code=dict(type="str", required=True),
                  severity=dict(type="str", required=True, choices=["blocking", "warning", "info"]),
                  expression=dict(type="str", required=True),
-                 description=dict(type="str")))),
+                 description=dict(type="str"))),
+             **RETRY_ARG_SPEC),
         supports_check_mode=True)
     tfmodule.run(module, run_info)
 

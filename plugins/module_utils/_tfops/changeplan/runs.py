@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
@@ -37,7 +38,7 @@ def load_plan(source, host):
 def _identity(ctx, salt):
     """The live identity of the cluster and release, with the digest of the task's inputs."""
     params = ctx.params
-    with ctx.connected() as kube:
+    with ctx.connected(retry_deadline(params)) as kube:
         identity = live_identity(kube, params["namespace"], params["release"], salt)
     identity["inputs"] = plans.digest(params["inputs"] or {}, salt)
     return identity

@@ -16,7 +16,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, parse_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.rendering import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
@@ -293,8 +294,7 @@ def run_info(ctx):
     if params["findings_per_code"] < 0:
         raise InvalidInput("findings_per_code must be 0 (no limit) or more")
     # Read only: every read may be tried again until the deadline (none: fail at once).
-    with ctx.connected(Deadline(timeout=params["retry_timeout"] or None, end=params["deadline"],
-                                options=("retry_timeout", "deadline"))) as kube:
+    with ctx.connected(retry_deadline(params, params["deadline"])) as kube:
         data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
                         params["events_limit"], params["workloads"], params["cached_reads"],
                         params["lock_name"]).gather()

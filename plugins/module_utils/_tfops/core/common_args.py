@@ -32,5 +32,15 @@ def wait_arg_spec(wait=True, timeout=600):
     return spec
 
 
+# A module that only reads (doc fragment "retry"): the time it may ride out an API server outage.
+RETRY_ARG_SPEC = dict(retry_timeout=dict(type="int", default=0))
+
+
+def retry_deadline(params, end=None):
+    """The Deadline of a reading module's retries: ``retry_timeout`` seconds (0: none), and the
+    module's own deadline option ``end`` where it has one; neither bounds nothing (no retries)."""
+    return Deadline(timeout=params["retry_timeout"] or None, end=end, options=("retry_timeout", "deadline"))
+
+
 def deadline_from(params):
     return Deadline(timeout=params["wait_timeout"], end=params.get("deadline"), options=("wait_timeout", "deadline"))

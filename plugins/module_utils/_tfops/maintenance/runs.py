@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_chain
@@ -17,7 +18,7 @@ def read_pool(ctx):
     """(cron expressions, maxDuration, source) declared by the pool, read from the cluster (the
     result's api_server comes from the context's client)."""
     params = ctx.params
-    with ctx.connected() as kube:
+    with ctx.connected(retry_deadline(params)) as kube:
         source = dict(type="pool")
         if params["cluster"]:
             spec, name = windows.cluster_pool_spec(kube, params["cluster"], params["pool"])
