@@ -473,6 +473,18 @@ plan_identity:
   returned: when plan_identity is set and state is present
   type: dict
   sample: {chart_digest: "sha256:5d41...", values_digest: "pbkdf2-sha256:9a1c..."}
+image_changes:
+  description:
+    - With O(state=present), the container images the new rendering changes (in check mode, would
+      change), object by object - C(object) (C(<Kind> <namespace>/<name>)), C(container), C(from)
+      (null for a new container or object) and C(to). The pools' images are not the chart step's
+      (see RV(chart_pool_changes)).
+  returned: with state=present
+  type: list
+  elements: dict
+  sample:
+    - {object: Deployment tensor-fusion-sys/tensor-fusion-sys-controller, container: controller,
+       from: "tensorfusion/tensor-fusion-operator:1.40.0", to: "tensorfusion/tensor-fusion-operator:1.41.0"}
 chart_pool_changes:
   description:
     - With O(keep_pools), per TensorFusionCluster and pool entry, the component settings that this

@@ -262,6 +262,10 @@ def test_a_plan_says_would_names_images_from_and_to_and_its_diff_goes_the_right_
     assert chart["changed"] and chart["reasons"]
     assert any(chart["manifest_changes"].values()) or any(r.startswith("chart ") or r == "values differ"
                                                           for r in chart["reasons"]), chart["reasons"]
+    # The chart's images from and to (the controller's tag is the chart's appVersion).
+    controller = [i for i in chart["image_changes"] if i["object"].startswith("Deployment ")]
+    assert controller and all(i["from"].endswith(":2.16.0") and i["to"].endswith(":2.17.0") for i in controller), \
+        chart["image_changes"]
     # The pools step's plan (gpupool_rollout's spec_changes): images and policy from and to.
     rep = report_of(run)
     plan = rep["record"]["plan"]
@@ -271,6 +275,8 @@ def test_a_plan_says_would_names_images_from_and_to_and_its_diff_goes_the_right_
     assert "hypervisor.image %s -> %s" % (live, IMAGE) in rep["summary"], rep["summary"]
     md = Path(rep["dir"], "report.md").read_text()
     assert "| chart | would upgrade chart %s -> %s" % (V1, V2) in md and "would roll hypervisor" in md, md
+    assert "| chart | would set %s container %s image %s -> %s |" % (
+        controller[0]["object"], controller[0]["container"], controller[0]["from"], controller[0]["to"]) in md, md
     steps = dict((s["name"], s) for s in rep["record"]["steps"])
     assert steps["upgrade"]["status"] == "would change" and steps["upgrade"]["changed"] is False
     assert "changed" not in [s["status"] for s in rep["record"]["steps"]], "a plan changed nothing"

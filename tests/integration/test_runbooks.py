@@ -329,7 +329,10 @@ def test_an_api_server_outage_as_verify_begins_is_ridden_out_and_nothing_is_roll
     within its deadline and passes; the run succeeds, nothing is rolled back, and the report
     records the outage as a warning of the verify step."""
     image = HV + "2.17.12"
-    job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):]), env={"PYTHONUNBUFFERED": "1"})
+    # Its restore point is kept locally: the cluster keeps the newest 10, and the first upgrade's
+    # (which the module's last test and teardown roll back to) must stay among them.
+    job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):], tfops_snapshot_store="local"),
+                         env={"PYTHONUNBUFFERED": "1"})
     outage = threading.Thread(target=cluster.outage, args=(lab["state_dir"], 10))
     try:
         read_until(job, r"tensor-fusion-shared: hypervisor 100%", timeout=600)
@@ -493,8 +496,9 @@ def test_the_rollback_restores_a_changed_rolling_policy_and_reports_each_pool_an
     custom.replace_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC, edited)
     settle(api_client)
     image = HV + "2.17.21"
-    run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):], tfops_batch_percentage=34),
-                       timeout=900)
+    # A local restore point (the rollback takes its path): the cluster's newest 10 stay the others'.
+    run = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):], tfops_batch_percentage=34,
+                                                                tfops_snapshot_store="local"), timeout=900)
     assert run.rc == 0, run.stdout[-3000:]
     snapshot = report_of(run)["record"]["snapshot"]["path"]
     now = pool_template(tfc(api_client))

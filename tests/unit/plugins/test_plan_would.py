@@ -171,3 +171,23 @@ def test_the_report_says_how_a_plain_helm_rollback_to_a_revision_with_a_pause_mu
     unchanged["results"] = dict(params["results"], upgrade=dict(params["results"]["upgrade"], changed=False,
                                                                 revision_after=1))
     assert not [w for w in report.build_record(unchanged, "2026-11-29T02:01:30Z")["warnings"] if w["step"] == "upgrade"]
+
+
+def test_the_chart_steps_images_from_and_to_are_named_object_by_object():
+    def deploy(image, sidecar=None):
+        containers = [{"name": "controller", "image": image}] + ([{"name": "side", "image": sidecar}] if sidecar else [])
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ctl", "namespace": "tf"},
+                "spec": {"template": {"spec": {"containers": containers}}}}
+    before = manifest(deploy("op:1"), tfc_doc("2.16.0"))
+    after = manifest(deploy("op:2", sidecar="side:1"), tfc_doc("2.17.0"))
+    assert release.image_changes(before, after) == [
+        {"object": "Deployment tf/ctl", "container": "controller", "from": "op:1", "to": "op:2"},
+        {"object": "Deployment tf/ctl", "container": "side", "from": None, "to": "side:1"}]
+    assert release.image_changes(before, before) == []
+    plan = plan_report.chart_plan({"name": "r", "chart_version": "1.8.7", "reasons": ["chart"],
+                                   "image_changes": release.image_changes(before, after)}, {"chart_version": "1.8.6"})
+    rows = [text for _step, text in report_render.plan_rows(dict(plan_report.build_plan(
+        {"steps": [], "error": None, "window": None, "ended": "2026-12-02T10:00:00Z", "versions": {"before": {}}}, {}),
+        chart=plan))]
+    assert "would set Deployment tf/ctl container controller image op:1 -> op:2" in rows
+    assert "would set Deployment tf/ctl container side image none (new) -> side:1" in rows

@@ -341,3 +341,19 @@ def test_a_rollback_run_reports_the_chart_it_came_from_and_each_pool_it_restored
     assert "nothing rolled" not in md
     html = report_render.render_html(rec)
     assert "<h2>Rollback</h2>" in html and "batchPercentage 34 -&gt; 17" in html
+
+
+def test_an_upgrade_rolled_back_keeps_its_pool_timeline_and_says_what_the_rollback_restored():
+    params = upgrade_params()
+    rollback = dict(rollback_run_params()["results"]["rollback"])
+    rollback["component_config"] = [dict(rollback["component_config"][0], waited_for=["hypervisor"], timeline=[
+        {"time": "2026-11-29T02:01:10Z", "component": "hypervisor", "progress": 100, "synced": True}])]
+    params["results"] = dict(params["results"], rollback=rollback)
+    params["steps"] = marks("lock", "window", "precheck", "snapshot", "upgrade", "pools", "rollback")
+    params["error"] = {"step": "pools", "msg": "health gate"}
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["status"] == "rolled_back"
+    pool, = rec["pools"]
+    assert max(e["progress"] for e in pool["timeline"]) == 100  # the pools step's own (it reached 100 here)
+    assert all(e["time"] != "2026-11-29T02:01:10Z" for e in pool["timeline"]), "the rollback's campaign is not drawn over it"
+    assert pool["restored"][0] == {"field": "batchPercentage", "from": 34, "to": 17}

@@ -77,6 +77,8 @@ def chart_plan(upgrade, before):
             "to": {"chart_version": upgrade.get("chart_version"), "app_version": upgrade.get("app_version")},
             "reasons": list(upgrade.get("reasons") or []),
             "manifest": manifest,
+            "images": [dict((k, i.get(k)) for k in ("object", "container", "from", "to"))
+                       for i in upgrade.get("image_changes") or [] if isinstance(i, dict)],
             "counts": dict((k, sum(len(v) for v in _dict(manifest.get(k)).values())) for k in ("added", "changed", "removed")),
             "crds_changed": sorted(k for k, v in _dict(upgrade.get("crds")).items() if v),
             "pools_left_to_the_pools_step": sorted(

@@ -226,6 +226,30 @@ def manifest_changes(before, after, ignore_pools=False, exists=None):
     return out
 
 
+def _images(doc):
+    """{container name: image} of a workload's Pod template (init containers too)."""
+    spec = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return dict((c.get("name"), c.get("image")) for key in ("initContainers", "containers")
+                for c in spec.get(key) or [] if isinstance(c, dict))
+
+
+def image_changes(before, after):
+    """The container images a new rendering changes, from and to, object by object: each
+    {object: "<Kind> <namespace>/<name>", container, from, to} (from None: a new container or
+    object). TensorFusionClusters' pools are not the chart step's (see gpupool_rollout's
+    spec_changes)."""
+    b, a = _objects_by_key(before or ""), _objects_by_key(after or "")
+    out = []
+    for key in sorted(a, key=str):
+        _api, kind, namespace, name = key
+        old, new = _images(b.get(key) or {}), _images(a[key])
+        for container in sorted(new, key=str):
+            if new[container] != old.get(container):
+                out.append({"object": "%s %s" % (kind, "%s/%s" % (namespace, name) if namespace else name),
+                            "container": container, "from": old.get(container), "to": new[container]})
+    return out
+
+
 def check_plan_identity(identity, expected):
     """Refuse a chart or rendered values other than those a saved plan was made with."""
     drift = ["chart: changed (same name and version, other content)"
@@ -464,6 +488,7 @@ class ReleaseTask(Task):
         # The same comparison as the reasons': a change is listed exactly when the manifest differs.
         self.result["manifest_changes"] = manifest_changes((current or {}).get("manifest"), desired["manifest"],
                                                            exists=self.exists)
+        self.result["image_changes"] = image_changes((current or {}).get("manifest"), desired["manifest"])
         plan = params.get("plan_identity")
         if plan:
             identity = {"chart_digest": desired["chart_digest"],

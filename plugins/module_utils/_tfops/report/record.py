@@ -193,6 +193,20 @@ def restored_pools(rollback):
     return out
 
 
+def with_restored_pools(pools, restored):
+    """The pools of the run's record with what a rollback restored in each: a pool the pools step
+    rolled keeps its own timeline (the rollback's campaign is not drawn over it) and says what
+    was restored; a pool only the rollback touched (the rollback runbook) is added with its own."""
+    by_name = dict((p["gpupool"], p) for p in pools)
+    added = []
+    for item in restored:
+        if item["gpupool"] in by_name:
+            by_name[item["gpupool"]]["restored"] = item["restored"]
+        else:
+            added.append(item)
+    return pools + pool_progress(added)
+
+
 def _time_of(event):
     try:
         return parse_time(event["time"])
@@ -342,7 +356,7 @@ def build_record(params, ended):
         },
         "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
         "snapshot": snapshot_summary(params.get("snapshot")),
-        "pools": pool_progress(_as_list(results.get("pools")) + (restored_pools(rollback) if rollback_ran else [])),
+        "pools": with_restored_pools(pool_progress(results.get("pools")), restored_pools(rollback) if rollback_ran else []),
         "paused_pools": paused,
         "rollback": {"ok": False, "refused": True, "target_revision": None, "method": None,
                      "msg": rollback_message(rollback, steps)} if refused else None if not rollback_ran else {

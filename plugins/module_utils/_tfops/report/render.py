@@ -156,6 +156,9 @@ def plan_rows(plan):
             chart["from"].get("chart_version"), chart["to"].get("chart_version"), chart["from"].get("app_version"),
             chart["to"].get("app_version"), "; ".join(chart["reasons"]))) if chart["changes"] else
             "would leave the release as it is (chart %s)" % chart["to"].get("chart_version")])
+        for image in chart.get("images") or []:
+            rows.append(["chart", "would set %s container %s image %s -> %s" % (
+                image["object"], image["container"], image.get("from") or "none (new)", image["to"])])
         for what, verb in (("added", "add"), ("changed", "change"), ("removed", "remove")):
             for kind, names in sorted((chart.get("manifest") or {}).get(what, {}).items()):
                 rows.append(["chart", "would %s %s: %s" % (verb, kind, ", ".join(names))])
