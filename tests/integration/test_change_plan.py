@@ -282,3 +282,38 @@ def test_a_plan_says_would_names_images_from_and_to_and_its_diff_goes_the_right_
     assert "changed" not in [s["status"] for s in rep["record"]["steps"]], "a plan changed nothing"
     html = Path(rep["dir"], "report.html").read_text()
     assert "<th>would change</th>" in html
+
+
+def test_a_rotation_plan_says_what_it_would_do(lab, api_client, ns, tmp_path):
+    """rotate_secret.yml in check mode with new content: the plan and the role's line say what the
+    rotation would do (back up, update, restart the consumer, verify), never "already rotated"; and
+    nothing is written."""
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    core.create_namespaced_secret(ns, {"metadata": {"name": "app-token"}, "stringData": {"token": "old-value-1"}})
+    apps.create_namespaced_deployment(ns, {
+        "metadata": {"name": "app"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
+                 "template": {"metadata": {"labels": {"app": "app"}}, "spec": {"containers": [{
+                     "name": "app", "image": "busybox:1.36",
+                     "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "app-token", "key": "token"}}}]}]}}}})
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == "app" and (d.status.ready_replicas or 0) >= 1,
+             namespace=ns, timeout=120)
+    settle(api_client)
+    versions = ({s.metadata.name: s.metadata.resource_version for s in core.list_namespaced_secret(ns).items},
+                apps.read_namespaced_deployment("app", ns).metadata.resource_version)
+    run = run_playbook("tensorfusion.ops.rotate_secret", {
+        "tfops_kubeconfig": lab["kubeconfig"], "tfops_artifacts_dir": str(tmp_path / "artifacts"),
+        "tfops_report_store": "local", "tfops_verify_acceptance_pod": False, "tfops_secret_name": "app-token",
+        "tfops_secret_namespace": ns, "tfops_secret_string_data": {"token": "new-value-2"},
+        "tfops_secret_consumers": [{"kind": "Deployment", "name": "app"}]}, args=["--check"], timeout=600)
+    assert run.rc == 0, run.stdout[-3000:]
+    line = run.task_results("Rotation")["msg"]
+    assert "already rotated" not in line and "would rotate the Secret" in line and "would restart" in line, line
+    rep = report_of(run)
+    rotation = rep["record"]["plan"]["rotation"]
+    assert rotation["would_change"] and [s["step"] for s in rotation["steps"]] == ["backup", "update", "restart", "verify"]
+    assert "would rotate Secret app-token" in rep["summary"], rep["summary"]
+    md = Path(rep["dir"], "report.md").read_text()
+    assert "| rotate | would rotate Secret app-token" in md and "new-value-2" not in md and "old-value-1" not in md
+    assert ({s.metadata.name: s.metadata.resource_version for s in core.list_namespaced_secret(ns).items},
+            apps.read_namespaced_deployment("app", ns).metadata.resource_version) == versions, "a plan wrote"

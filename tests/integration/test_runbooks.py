@@ -47,8 +47,8 @@ def rb(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     # (first_upgrade, torn down before this, has put the chart back to 1.8.6 with its snapshot)
     assert release_chart(api_client) == V1
     assert pool_template(tfc(api_client))["componentConfig"] == pool_template(before)["componentConfig"]
-    # The runbooks set the pool's rolling policy (batch size, autoUpdate flags); a snapshot restores
-    # componentConfig only, so the policy is put back here for the rest of the suite.
+    # The runbooks set the pool's rolling policy (batch size, autoUpdate flags); the last rollback
+    # restores it with the pools, but a test that failed half-way may not have: put it back here.
     policy = pool_template(before)["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
     now = tfc(api_client)
     marker = (now["metadata"].get("annotations") or {}).pop("ops.tensor-fusion.ai/paused", None)
