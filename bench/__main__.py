@@ -4,13 +4,16 @@
     python -m bench --parts 1,3,5                          # only some parts
     python -m bench --parts 4 --big-lab /tmp/my-1k-lab     # reuse a lab (left running)
     python -m bench --parts 6 --fleet-clusters 4           # the fleet (starts its own labs)
+    python -m bench --parts 8 --fleet-clusters 4           # the fleet across 2 execution nodes, AWX's dispatch
 
 Parts: 1 completion latency, 2 runbook overhead, 3 API load, 4 precheck at scale, 5 module start-up,
 6 the fleet (clusters per execution node), 7 the runbook against each operator's own rollout time
-(the double at upstream's batch timing and at the lab's default; upstream's operator: blocked).
+(the double at upstream's batch timing and at the lab's default; upstream's operator: blocked),
+8 the fleet workflow across two execution nodes as AWX dispatches its jobs (ansible-runner
+transmit, worker, process; receptor: blocked).
 Parts 1, 2, 3 (100 nodes), 5 and 7 run on a 100-GPU-node lab; parts 3 (1,000 nodes) and 4 on a
-1,000-GPU-node lab filled to 8,000 GPUs, 10,000 Pods and 2,000 workloads; part 6 on N + 1 small
-labs of its own (N at once, one alone for comparison). A lab this command
+1,000-GPU-node lab filled to 8,000 GPUs, 10,000 Pods and 2,000 workloads; parts 6 and 8 on N + 1
+small labs of their own (6: N at once, one alone for comparison). A lab this command
 starts it also stops. Prints the tables and writes bench/results/bench.json (parts run earlier
 are kept, each with its date)."""
 import argparse
@@ -22,7 +25,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from bench import completion, fleet, precheck, runbook, scale_lab, startup
+from bench import awx_fleet, completion, fleet, precheck, runbook, scale_lab, startup
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -68,7 +71,7 @@ def _stamp(report):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", default="1,2,3,4,5,6,7")
+    parser.add_argument("--parts", default="1,2,3,4,5,6,7,8")
     parser.add_argument("--lab", help="state folder of a running lab for parts 1, 2, 3 (small) and 5")
     parser.add_argument("--big-lab", help="state folder of a running lab for parts 3 (big) and 4")
     parser.add_argument("--nodes", type=int, default=100, help="GPU nodes of the small lab (0: no small lab)")
@@ -79,8 +82,9 @@ def main(argv=None):
     parser.add_argument("--compare-tree", help="collections root with another version of the collection (for "
                         "example `git archive` of an older commit under ansible_collections/tensorfusion/ops): "
                         "part 4 measures its tf_cluster_info in the same rounds")
-    parser.add_argument("--fleet-clusters", type=int, default=4, help="clusters of part 6's fleet")
-    parser.add_argument("--fleet-gpu-nodes", type=int, default=3, help="GPU nodes of each of part 6's labs")
+    parser.add_argument("--fleet-clusters", type=int, default=4, help="clusters of part 6's fleet (besides the one "
+                        "alone) and part 8's (besides the canary)")
+    parser.add_argument("--fleet-gpu-nodes", type=int, default=3, help="GPU nodes of each of part 6's and 8's labs")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     results, texts = {}, []
@@ -125,6 +129,8 @@ def main(argv=None):
                          runbook.render_operators)
         if "6" in parts and args.fleet_clusters:
             part("6_fleet", lambda: fleet.run(tmp, args.fleet_clusters, args.fleet_gpu_nodes), fleet.render)
+        if "8" in parts and args.fleet_clusters:
+            part("8_awx_fleet", lambda: awx_fleet.run(tmp, args.fleet_clusters, args.fleet_gpu_nodes), awx_fleet.render)
     path = _save(results)
     print("\n\n".join(texts))
     print("\nJSON: %s" % path)
