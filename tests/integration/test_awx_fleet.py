@@ -39,7 +39,8 @@ from .awx_dispatch import Controller, ExecutionNode
 from .awx_job import artifact_data
 from .helpers import GROUP, NS, TFC, VERSION
 from .settle import settle
-from .test_awx_runner import collection  # noqa: F401  (the collection as the execution environment holds it)
+# The collection as the execution environment holds it (a fixture).
+from .test_awx_runner import collection  # noqa: F401  # pylint: disable=unused-import
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = yaml.safe_load((REPO / "extensions" / "awx" / "fleet_workflow.yml").read_text())["workflow_job_template"]
