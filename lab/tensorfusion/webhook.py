@@ -163,8 +163,9 @@ def mutate(pod: dict, pool: dict, workload: str, middleware_image: str = "") -> 
         ctr["env"] = env
     if init:
         spec["initContainers"] = init
-    # Lab only: tensor-fusion-scheduler places the Pod on a GPU node of its pool; the lab's
-    # kubelet stand-in binds by nodeSelector, so the pool's single-value In terms become one.
+    # Lab only: tensor-fusion-scheduler places the Pod on a GPU node of its pool; in the lab that
+    # scheduler is a plain profile of kube-scheduler, which knows no pools, so the pool's
+    # single-value In terms become a nodeSelector it honours.
     for term in ((pool_spec.get("nodeManagerConfig") or {}).get("nodeSelector") or {}).get(
             "nodeSelectorTerms") or []:
         for expr in term.get("matchExpressions") or []:
