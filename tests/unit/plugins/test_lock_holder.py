@@ -8,7 +8,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 
-from test_locks import NOW, lease, view
+from .test_locks import NOW, lease, view
 
 HERE = {"host": "bastion", "boot": "b00t", "pidns": "4026531836"}
 RECORDED = {"pid": 4242, "started": 1000, "boot": "b00t", "pidns": "4026531836"}

@@ -12,7 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 
-from test_report import info, marks, upgrade_params  # same folder (rootdir-less test modules)
+from .test_report import info, marks, upgrade_params
 
 HV = "tensorfusion/tensor-fusion-hypervisor:"
 

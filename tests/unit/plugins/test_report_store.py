@@ -14,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
-from test_report import upgrade_params  # same folder (rootdir-less test modules)
+from .test_report import upgrade_params
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 

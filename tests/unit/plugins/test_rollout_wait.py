@@ -12,7 +12,15 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import RolloutWait, Stalled
 
-from kube_fakes import Advance, FakeDynamic, FakeKube, FakeResource, FakeTime, event, patch_time
+from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
+    Advance,
+    FakeDynamic,
+    FakeKube,
+    FakeResource,
+    FakeTime,
+    event,
+    patch_time,
+)
 
 POOL = "tf-pool-a"
 OLD, NEW = "h-old", "h-new"

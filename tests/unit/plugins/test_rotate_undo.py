@@ -25,7 +25,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.con
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import RotateTask, RotationFailed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import secret_annotation
 
-from kube_fakes import FakeDynamic, FakeKube, FakeResource
+from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import FakeDynamic, FakeKube, FakeResource
 
 NS = "apps"
 BASE = "db-creds"

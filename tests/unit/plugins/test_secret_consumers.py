@@ -13,7 +13,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import PoolComponentConsumer
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import FATAL_FOR_SECONDS
 
-from kube_fakes import FakeDynamic, FakeKube
+from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import FakeDynamic, FakeKube
 
 TFC = {"metadata": {"name": "tf"}, "spec": {"gpuPools": [{"name": "shared", "specTemplate": {
     "nodeManagerConfig": {"nodePoolRollingUpdatePolicy": {"autoUpdateHypervisor": True}},

@@ -17,7 +17,17 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 
-from kube_fakes import Advance, FakeDynamic, FakeKube, FakeResource, FakeTime, error_event, event, obj, patch_time
+from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
+    Advance,
+    FakeDynamic,
+    FakeKube,
+    FakeResource,
+    FakeTime,
+    error_event,
+    event,
+    obj,
+    patch_time,
+)
 
 NS = "ml"
 
