@@ -18,6 +18,11 @@
   state folder (its marker ``.tfops-lab-state``): ansible-galaxy collection build packs every file
   that is not ignored, such as a lab started with its state inside the tree.
 
+- its action plugins resolve to the one action file: every module has an action plugin, and each
+  one but those with more to do (OWN_ACTIONS) is a relative link to ACTION_FILE in the same folder
+  (ansible-galaxy keeps the link; a packager that resolves links must ship the same bytes), so
+  every module runs in ansible-playbook's worker with the same code.
+
 Prints every problem and exits 1 when there is any. SOURCE_TREE (default: the current folder, a
 git checkout) names the top-level entries of the source tree, which tell a path from other text.
 """
@@ -36,6 +41,10 @@ REQUIRED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "COPYING", "me
 
 # README.md's two commands of the source tree (not shipped): the main job on the lab, every test.
 SOURCE_TREE_COMMANDS = ("demo/run.sh", "tests/run-all.sh")
+
+# The one in-process action file (plugins/action/change_plan.py) and the actions of their own.
+ACTION_FILE = "plugins/action/change_plan.py"
+OWN_ACTIONS = {"plugins/action/runbook_inputs.py"}
 
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -127,23 +136,48 @@ def credential_problems(name, data):
     return problems
 
 
+def action_problems(members):
+    """What keeps an action plugin from being the one action file; ``members`` maps each file's
+    path in the artifact to its tar member and its bytes (None for a link)."""
+    problems = []
+    actions = {n for n in members if posixpath.dirname(n) == "plugins/action" and n.endswith(".py")}
+    modules = {posixpath.basename(n) for n in members if posixpath.dirname(n) == "plugins/modules"
+               and n.endswith(".py") and not posixpath.basename(n).startswith("_")}
+    problems += ["module %s has no action plugin (plugins/action/%s)" % (m[:-3], m)
+                 for m in sorted(modules - {posixpath.basename(n) for n in actions})]
+    one = members.get(ACTION_FILE)
+    if actions and (one is None or not one[0].isfile()):
+        return problems + ["%s, the one action file, is not shipped as a file" % ACTION_FILE]
+    for name in sorted(actions - OWN_ACTIONS - {ACTION_FILE}):
+        member, data = members[name]
+        if member.issym():
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.linkname))
+            if member.linkname.startswith("/") or target != ACTION_FILE:
+                problems.append("%s links to %s, not to %s" % (name, member.linkname, posixpath.basename(ACTION_FILE)))
+        elif not member.isfile() or data != one[1]:
+            problems.append("%s is neither a link to %s nor the same file" % (name, posixpath.basename(ACTION_FILE)))
+    return problems
+
+
 def pages(names):
     return sorted(n for n in names if n == "README.md" or (n.startswith("docs/") and n.endswith(".md")))
 
 
 def check(artifact, source_tree="."):
-    secrets = []
+    secrets, members = [], {}
     with tarfile.open(artifact) as tar:
         names = shipped_names(tar.getnames())
         texts = {page: tar.extractfile(page).read().decode("utf-8") for page in pages(names)}
         for member in tar.getmembers():
+            name = member.name[2:] if member.name.startswith("./") else member.name
+            data = tar.extractfile(member).read() if member.isfile() else None
+            members[name] = (member, data)
             if member.isfile():
-                name = member.name[2:] if member.name.startswith("./") else member.name
-                secrets += credential_problems(name, tar.extractfile(member).read())
+                secrets += credential_problems(name, data)
     listed = subprocess.run(["git", "ls-files"], cwd=source_tree, check=True, capture_output=True,
                             text=True).stdout.split()
     source_top_level = {n.split("/", 1)[0] for n in listed}
-    problems = top_level_problems(names) + secrets
+    problems = top_level_problems(names) + secrets + action_problems(members)
     for page, text in texts.items():
         problems += link_problems(page, text, names, source_top_level)
     return problems

@@ -11,6 +11,6 @@ list=$(mktemp)
 trap 'rm -f "$list" "$list.staged"' EXIT
 git ls-files -co --exclude-standard | grep -v -E '^(lab|bench|tests/(unit|integration)/lab|tests/unit/bench)/' | sort > "$list"
 rsync -a --files-from="$list" ./ "$dest/"
-(cd "$dest" && find . -type f ! -path './tests/output/*' | sed 's#^\./##' | sort) > "$list.staged"
+(cd "$dest" && find . \( -type f -o -type l \) ! -path './tests/output/*' | sed 's#^\./##' | sort) > "$list.staged"
 comm -13 "$list" "$list.staged" | while IFS= read -r stale; do rm -f "$dest/$stale"; done
 find "$dest" -mindepth 1 -type d -empty -not -path "*/tests/output*" -delete

@@ -1,14 +1,1 @@
-# -*- coding: utf-8 -*-
-# Copyright (c) tensorfusion.ops contributors
-# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action of the gpupool_rollout module: its main() in the worker on the controller (plugin_utils/in_process.py)."""
-
-from __future__ import annotations
-
-from ansible_collections.tensorfusion.ops.plugins.plugin_utils.in_process import InProcessModuleAction, preload
-
-preload("gpupool_rollout")
-
-
-class ActionModule(InProcessModuleAction):
-    MODULE = "gpupool_rollout"
+change_plan.py

@@ -87,7 +87,7 @@ class InProcessModuleAction(ActionBase):
     _supports_check_mode = True
     _supports_async = True
 
-    MODULE = ""  # set by each action file: the module's name
+    MODULE = ""  # the module's name: plugins/action/change_plan.py (and its links) sets it from the file's name
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
