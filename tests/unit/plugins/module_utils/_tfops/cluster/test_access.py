@@ -10,7 +10,7 @@ import yaml
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import access
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 6))  # tests/unit/plugins/module_utils/_tfops/cluster
 RBAC = os.path.join(REPO, "roles", "rbac", "files")
 
 
