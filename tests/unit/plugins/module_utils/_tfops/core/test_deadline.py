@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import deadline as dl
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, micro_time, parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 UTC = datetime.timezone.utc
@@ -215,3 +215,7 @@ def test_micro_time_is_utc_with_six_fractional_digits():
 def test_micro_time_round_trips_through_parse_time():
     instant = datetime.datetime(2026, 11, 30, 3, 4, 5, 678901, tzinfo=UTC)
     assert dl.parse_time(dl.micro_time(instant)) == instant
+
+
+def test_micro_time_is_kubernetes_micro_time():
+    assert micro_time(parse_time("2026-11-30T03:04:05.5+01:00")) == "2026-11-30T02:04:05.500000Z"

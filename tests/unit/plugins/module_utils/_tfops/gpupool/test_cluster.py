@@ -1,7 +1,8 @@
 """gpupool/cluster.py's RolloutWait without a cluster: a rollout that makes no progress for
 stall_timeout is Stalled (saying what is stuck), one that keeps moving is not; the wakeup that
 makes the watcher re-check a quiet pool; a timeout gets the diagnosis. Time is a FakeTime in place
-of the module's clock; the observer is a fake with the pool name and a canned diagnosis."""
+of the module's clock; the observer is a fake with the pool name and a canned diagnosis. The
+paused marker: read per pool, written sorted, and round trips through plan_change."""
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import waiting
@@ -10,7 +11,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import cluster
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import RolloutWait, Stalled
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import RolloutWait, Stalled, paused_marker, with_paused_marker
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import plan_change
 
 from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
     Advance,
@@ -21,6 +23,8 @@ from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
     event,
     patch_time,
 )
+
+from .test_task import params, template  # helpers shared with that file
 
 POOL = "tf-pool-a"
 OLD, NEW = "h-old", "h-new"
@@ -333,3 +337,38 @@ def test_a_pod_that_recovers_is_forgotten_and_without_the_option_pods_are_not_lo
     worker_only = waiter_for(stall_timeout=None, comps=("worker",), observer=plain)
     worker_only.__init__(plain, worker_only.trackers, None, 100, pods_fail_after=30)
     assert worker_only.pods_fail_after is None, "only a hypervisor campaign has hypervisor Pods to judge"
+
+
+# ---- the marker on the TensorFusionCluster -------------------------------------------------------
+
+def tfc(annotation=None):
+    annotations = {rollout.PAUSED_BY_US: annotation} if annotation is not None else {}
+    return {"metadata": {"name": "tf", "annotations": annotations}}
+
+
+def test_marker_text_is_read_per_pool():
+    assert paused_marker(tfc("shared:hypervisor,worker;batch:client")) == {
+        "shared": ["hypervisor", "worker"], "batch": ["client"]}
+    assert paused_marker(tfc()) == {}
+    assert paused_marker({"metadata": {"name": "tf"}}) == {}
+    assert paused_marker(tfc("")) == {}
+
+
+def test_marker_is_written_sorted_and_other_pools_kept():
+    obj = with_paused_marker(tfc("shared:client"), "batch", ["worker", "hypervisor", "worker"])
+    assert obj["metadata"]["annotations"][rollout.PAUSED_BY_US] == "batch:hypervisor,worker;shared:client"
+
+
+def test_an_empty_marker_removes_the_pool_and_then_the_annotation():
+    obj = with_paused_marker(tfc("batch:worker;shared:client"), "batch", [])
+    assert obj["metadata"]["annotations"][rollout.PAUSED_BY_US] == "shared:client"
+    obj = with_paused_marker(obj, "shared", [])
+    assert rollout.PAUSED_BY_US not in obj["metadata"]["annotations"]
+
+
+def test_marker_round_trips_through_plan_change():
+    obj = tfc("shared:hypervisor")
+    marker = paused_marker(obj).get("shared", [])
+    _new, _changed, after = plan_change(params("paused"), template(hv=False, worker=True), marker)
+    obj = with_paused_marker(obj, "shared", after)
+    assert paused_marker(obj) == {"shared": ["hypervisor", "worker"]}

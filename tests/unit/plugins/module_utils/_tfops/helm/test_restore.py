@@ -1,13 +1,23 @@
 """A rollback restores the whole pool spec its restore point captured: componentConfig and the
 rolling policy (batchPercentage, batchInterval, the autoUpdate flags), and says what it restored
-field by field (Pod templates named, never shown); pure functions of helm/restore.py."""
+field by field (Pod templates named, never shown); pure functions of helm/restore.py, and the
+restore plan that takes masked secrets back from the cluster."""
 import copy
+import json
 
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import restore
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import plan_cluster
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import PAUSED_BY_US
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
+
+from .test_bundle import KEY  # helpers shared with that file
 
 
 def template(image="hv:1", pct=17, interval="1s", auto=True, license_value="LIC"):
@@ -51,19 +61,6 @@ def test_the_restored_template_keeps_every_other_field_of_the_live_pool():
     assert live["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["batchPercentage"] == 50, "not changed in place"
 
 
-def test_a_component_change_names_pod_templates_and_never_shows_them():
-    before = rollout.pool_view(template(image="hv:2", license_value="NEW-LICENSE", auto=False))
-    after = rollout.pool_view(template(image="hv:1", license_value="OLD-LICENSE"))
-    changes = rollout.field_changes(before, after)
-    assert {"field": "hypervisor.image", "from": "hv:2", "to": "hv:1"} in changes
-    assert {"field": "worker.podTemplate", "hidden": True} in changes
-    assert {"field": "autoUpdateHypervisor", "from": False, "to": True} in changes
-    text = describe_changes(changes)
-    assert "hypervisor.image hv:2 -> hv:1" in text and "worker.podTemplate changed" in text
-    assert "autoUpdateHypervisor false -> true" in text
-    assert "OLD-" not in str(changes) and "NEW-" not in str(changes)
-
-
 def test_the_write_resumes_a_paused_pool_and_clears_only_what_runs_again():
     restored = rollout.pool_view(template(image="hv:1", auto=False))
     live = tfc(template(image="hv:2", auto=False), paused="shared:hypervisor,worker")
@@ -82,3 +79,30 @@ def test_a_snapshot_without_a_policy_restores_none():
     assert view["policy"] is None
     new = restore.with_restored(template(pct=34), view)
     assert "nodePoolRollingUpdatePolicy" not in new["nodeManagerConfig"]
+
+
+def pool_tfc(env_value, image="hv:1"):
+    return {"metadata": {"name": "tensor-fusion"}, "spec": {"gpuPools": [{"name": "shared", "specTemplate": {
+        "componentConfig": {"hypervisor": {"image": image},
+                            "worker": {"podTemplate": {"template": {"spec": {"containers": [
+                                {"name": "w", "env": [{"name": "TF_LICENSE", "value": env_value}]}]}}}}},
+        "nodeManagerConfig": {"nodePoolRollingUpdatePolicy": {"autoUpdateHypervisor": True}}}}]}}
+
+
+def test_restore_plan_takes_masked_secrets_from_the_cluster_or_refuses():
+    saved = snapshots.mask_cluster(pool_tfc("LIC-1", "hv:old"), KEY)
+    assert "LIC-1" not in json.dumps(saved)
+    assert redact.value_hash("LIC-1") not in json.dumps(saved), "keyed, not a bare hash"
+    [(pool, _before, after, changed, gpupool)] = plan_cluster(saved, pool_tfc("LIC-1", "hv:new"), KEY)
+    assert (pool, changed, gpupool) == ("shared", ["hypervisor"], "tensor-fusion-shared")
+    assert after["componentConfig"]["hypervisor"]["image"] == "hv:old"
+    assert after["componentConfig"]["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"
+    assert plan_cluster(saved, pool_tfc("LIC-1", "hv:old"), KEY) == []
+    with pytest.raises(InvalidInput):
+        plan_cluster(saved, pool_tfc("LIC-2", "hv:new"), KEY)
+    with pytest.raises(InvalidInput):  # another key's fingerprint matches nothing
+        plan_cluster(saved, pool_tfc("LIC-1", "hv:new"), signing.BundleKey(b"o" * 32))
+    # A bundle taken before keyed fingerprints (bare sha256, allow_unsigned) still restores.
+    legacy = redact.mask_object(snapshots.clean_object(pool_tfc("LIC-1", "hv:old")))
+    [(_pool, _before, after, _changed, _gp)] = plan_cluster(legacy, pool_tfc("LIC-1", "hv:new"))
+    assert after["componentConfig"]["worker"]["podTemplate"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "LIC-1"

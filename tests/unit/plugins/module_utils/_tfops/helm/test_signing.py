@@ -12,14 +12,18 @@ import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
-    InvalidInput,
-    UnusableBundle,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+
 
 RAW = bytes(range(32))
+
+
 KEY = signing.BundleKey(RAW)
+
+
 OTHER = signing.BundleKey(b"x" * 32)
+
+
 TFC = [{"metadata": {"name": "tensor-fusion"}, "spec": {"gpuPools": [{"name": "shared", "specTemplate": {
     "componentConfig": {"hypervisor": {"image": "hv:1"}}}}]}}]
 
@@ -142,24 +146,3 @@ def test_keys_from_the_option_and_the_secret():
         with pytest.raises(InvalidInput) as err:
             signing.key_from_secret(dict(secret, data=data))
         assert "ns/tensorfusion-ops-snapshot-key" in str(err.value)
-
-
-def test_the_revision_check_compares_keyed_fingerprints_and_refuses_typed():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import tasks as helm_tasks
-    target = {"manifest": "kind: ConfigMap\n", "values": {"auth": {"password": "hunter2"}}}
-    meta = {"revision": 3, "release": "r", "manifest_fingerprint": KEY.fingerprint(target["manifest"]),
-            "values_fingerprint": KEY.fingerprint(snapshots.dumps(target["values"]))}
-    helm_tasks._snapshot_expectation(meta, KEY)(target)  # holds what was recorded
-    with pytest.raises(UnusableBundle) as err:
-        helm_tasks._snapshot_expectation(meta, OTHER)(target)
-    assert err.value.details == {"refused": True, "changed": False}
-    assert "manifest and values" in err.value.msg
-    changed = dict(target, values={"auth": {"password": "hunter3"}})
-    with pytest.raises(UnusableBundle) as err:
-        helm_tasks._snapshot_expectation(meta, KEY)(changed)
-    assert "the values the snapshot" in err.value.msg
-    # A bundle from before keyed fingerprints (allow_unsigned): the bare sha256 it recorded.
-    legacy = {"revision": 3, "release": "r",
-              "manifest_sha256": hashlib.sha256(target["manifest"].encode()).hexdigest(),
-              "values_sha256": hashlib.sha256(snapshots.dumps(target["values"]).encode()).hexdigest()}
-    helm_tasks._snapshot_expectation(legacy, None)(target)

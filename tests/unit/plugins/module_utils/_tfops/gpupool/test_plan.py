@@ -179,18 +179,6 @@ def test_a_field_the_server_knows_is_taken_though_kubernetes_1_35_did_not_know_i
         rollout.validate_task(components, {}, pod_fields=podtemplate.BUILTIN_FIELDS)
 
 
-def test_field_names_are_read_from_the_openapi_v3_core_document():
-    doc = {"components": {"schemas": {
-        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"properties": {"labels": {}, "name": {}}},
-        "io.k8s.api.core.v1.PodSpec": {"properties": {"containers": {}, "volumes": {}}},
-        "io.k8s.api.core.v1.Container": {"properties": {"name": {}, "image": {}}}}}}
-    assert podtemplate.field_names(doc) == {"ObjectMeta": ("labels", "name"),
-                                            "PodSpec": ("containers", "volumes"),
-                                            "Container": ("image", "name")}
-    del doc["components"]["schemas"]["io.k8s.api.core.v1.Container"]
-    assert podtemplate.field_names(doc) is None and podtemplate.field_names({}) is None
-
-
 def test_a_runbook_names_its_own_variable():
     with pytest.raises(InvalidInput, match=r"^tfops_pools\[1\].rolling_update.batch_percentage must be 1-100"):
         rollout.validate_task({}, {"batch_percentage": 0}, "tfops_pools[1].")

@@ -1,10 +1,11 @@
+"""changeplan/plan.py: batches and their schedule, digests, sealed plans and drift."""
 import datetime
 
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import PlanRefused
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
 
@@ -97,40 +98,3 @@ def test_the_plan_file_keeps_one_plan_per_host(tmp_path):
         plans.plan_of(doc, "c")
     with pytest.raises(PlanRefused, match="not a tensorfusion.ops plan"):
         plans.plan_of({"hosts": {}}, "a")
-
-
-def _step(name, status="ok", msg=""):
-    return {"name": name, "status": status, "msg": msg}
-
-
-def test_pools_roll_one_after_another_and_say_who_asked():
-    results = [{"task_pool": "a", "pool": "a", "gpupool": "tf-a", "waited_for": ["hypervisor"],
-                "changed_components": ["hypervisor"],
-                "schedule": {"nodes": 4, "batch_percentage": 50, "batch_interval": "1s", "batch_count": 2,
-                             "batch_sizes": [2, 2], "batch_seconds": 10.0, "seconds": 23.0,
-                             "batches": [{"index": 1, "nodes": 2, "start": 0.0, "end": 10.0, "progress": 50},
-                                         {"index": 2, "nodes": 2, "start": 13.0, "end": 23.0, "progress": 100}]}},
-               {"task_pool": "b", "pool": "b", "gpupool": "tf-b", "waited_for": ["hypervisor"],
-                "changed_components": ["hypervisor"],
-                "schedule": {"nodes": 1, "batch_percentage": 100, "batch_interval": "1s", "batch_count": 1,
-                             "batch_sizes": [1], "batch_seconds": 5.0, "seconds": 5.0,
-                             "batches": [{"index": 1, "nodes": 1, "start": 0.0, "end": 5.0, "progress": 100}]}}]
-    pools = plan_report.pools_plan(results, [{"pool": "a", "origin": {"hypervisor": ["chart", "user"]}}])
-    lead_tail = plan_report.POOL_LEAD_SECONDS + plan_report.POOL_TAIL_SECONDS
-    assert [p["starts_at"] for p in pools] == [0.0, 23.0 + lead_tail]
-    assert pools[1]["batches"][0]["start"] == 23.0 + lead_tail + plan_report.POOL_LEAD_SECONDS
-    assert pools[0]["origin"] == {"hypervisor": ["chart", "user"]} and pools[1]["origin"] == {"hypervisor": ["user"]}
-    est = plan_report.estimate(pools, {"deadline": "2026-12-02T10:01:00Z"}, "2026-12-02T10:00:00Z")
-    assert est["rollout_seconds"] == 28.0 + 2 * lead_tail and est["fits"] is False
-
-
-def test_a_failed_step_or_an_estimate_past_the_deadline_blocks_the_plan():
-    precheck = {"findings": [{"severity": "blocking", "code": "POOL_NOT_RUNNING", "message": "pool a is Pending"},
-                             {"severity": "warning", "code": "W", "message": "w"}]}
-    blocks = plan_report.blocking([_step("precheck", "failed", "precheck failed")], None, precheck)
-    assert [b["code"] for b in blocks] == [None, "POOL_NOT_RUNNING"]
-    record = {"steps": [_step("lock")], "error": None, "window": None, "ended": "2026-12-02T10:00:00Z",
-              "versions": {"before": {}}}
-    plan = plan_report.build_plan(record, {"window": {"deadline": "2026-12-02T10:00:10Z"}})
-    assert plan["status"] == "blocked" and plan["blocking"][0]["code"] == "ESTIMATE_EXCEEDS_WINDOW"
-    assert plan_report.build_plan(record, {"window": {"deadline": "2026-12-02T11:00:00Z"}})["status"] == "planned"

@@ -1,4 +1,5 @@
-"""The maintenance lock's decisions and the Leases they write, as pure functions."""
+"""The maintenance lock's decisions and the Leases they write, as pure functions: the holder's
+identity, and a holder that is provably gone (maintenance/holder.py) taken over."""
 import datetime
 
 import pytest
@@ -10,9 +11,17 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     LockHeld,
     NotLockHolder,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
+
+from .test_holder import RECORDED  # helpers shared with that file
+
 
 NOW = parse_time("2026-11-30T02:00:00Z")
+
+
 ME = locks.make_identity("upgrade", user="alice", host="bastion", job="42")
+
+
 OTHER = locks.make_identity("rotate", user="bob", host="laptop")
 
 
@@ -46,10 +55,6 @@ def test_job_id_from_awx_variables_in_order():
     assert locks.job_id({"JOB_ID": "6", "AWX_JOB_ID": "7"}) == "6"
     assert locks.job_id({"TOWER_JOB_ID": "8"}) == "8"
     assert locks.job_id({"JOB_ID": ""}) is None
-
-
-def test_micro_time_is_kubernetes_micro_time():
-    assert micro_time(parse_time("2026-11-30T03:04:05.5+01:00")) == "2026-11-30T02:04:05.500000Z"
 
 
 def test_view_of_a_held_lease():
@@ -212,3 +217,53 @@ def test_the_lock_reads_the_injected_host_clock_and_hook_not_the_environment(mon
     assert result["lease"]["renew_time"].startswith("2026-11-30T02:00:0"), "the server's time"
     assert seen == [["get", "get"]], "called once, after the read and before the write"
     assert kube.calls[-1] == "create"
+
+
+def test_two_runs_of_one_user_on_one_host_are_two_holders():
+    one = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242)
+    two = locks.make_identity("upgrade", user="alice", host="bastion", run="z9y8x7w6v5", pid=4343)
+    assert one["holder"] == "alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade"
+    assert one["holder"] != two["holder"]
+    assert locks.make_identity("upgrade", user="a", host="h", job="42", run="r1")["holder"] == \
+        "a@h job=42 run=r1 purpose=upgrade"
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "x" * 65, "semi;colon"])
+def test_a_run_id_that_would_blur_the_holder_is_refused(bad):
+    with pytest.raises(InvalidInput, match="run_id"):
+        locks.make_identity("upgrade", run=bad)
+
+
+HOLDER = "alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade"
+
+
+def test_a_gone_holder_is_taken_over_at_once_with_a_warning():
+    held = view(lease(HOLDER, renewed_ago=5, duration=3600, host="bastion"))
+    assert not held["stale"]
+    action, warning = locks.decide_acquire(held, "me", NOW, gone=lambda v: "its process is no longer running")
+    assert action == "take_over"
+    assert "at once" in warning and HOLDER in warning and "no longer running" in warning
+
+
+def test_a_live_holder_or_one_nothing_is_known_of_keeps_the_lock():
+    held = view(lease(HOLDER, renewed_ago=5, duration=3600))
+    with pytest.raises(LockHeld):
+        locks.decide_acquire(held, "me", NOW, gone=lambda v: None)
+    with pytest.raises(LockHeld):
+        locks.decide_acquire(held, "me", NOW)
+
+
+def test_the_lease_records_the_process_keeps_it_on_a_fence_renewal_and_drops_it_on_release():
+    me = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242,
+                             process=holders.format_process(RECORDED))
+    taken = locks.lease_after(None, "create", me, "tf", "lock", NOW, 60)
+    assert taken["metadata"]["annotations"][locks.PROCESS] == holders.format_process(RECORDED)
+    assert locks.lease_view(taken, NOW)["process"] == holders.format_process(RECORDED)
+    fence_me = dict((k, v) for k, v in me.items() if k != "process")  # what a fence renews with
+    renewed = locks.lease_after(taken, "renew", fence_me, "tf", "lock", NOW, 60)
+    assert renewed["metadata"]["annotations"][locks.PROCESS] == holders.format_process(RECORDED)
+    released = locks.lease_after(renewed, "release", me, "tf", "lock", NOW, None)
+    assert locks.PROCESS not in released["metadata"]["annotations"]
+    other = locks.make_identity("upgrade", user="bob", host="laptop")
+    taken_over = locks.lease_after(taken, "take_over", other, "tf", "lock", NOW, 60)
+    assert locks.PROCESS not in taken_over["metadata"]["annotations"], "a holder without a process records none"

@@ -3,16 +3,13 @@ takeover decision; holders on other hosts (or where nothing can be proven) keep 
 import os
 
 import pytest
-
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import LockHeld
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 
-from .test_locks import NOW, lease, view
 
 HERE = {"host": "bastion", "boot": "b00t", "pidns": "4026531836"}
+
+
 RECORDED = {"pid": 4242, "started": 1000, "boot": "b00t", "pidns": "4026531836"}
-HOLDER = "alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade"
 
 
 def test_the_recorded_process_round_trips_and_names_a_pid():
@@ -51,38 +48,6 @@ def test_nothing_is_proven_elsewhere(host, here):
 def test_a_record_without_boot_or_namespace_proves_nothing():
     assert holders.gone_reason(dict(RECORDED, boot=None), "bastion", HERE, None) is None
     assert holders.gone_reason(None, "bastion", HERE, None) is None
-
-
-def test_a_gone_holder_is_taken_over_at_once_with_a_warning():
-    held = view(lease(HOLDER, renewed_ago=5, duration=3600, host="bastion"))
-    assert not held["stale"]
-    action, warning = locks.decide_acquire(held, "me", NOW, gone=lambda v: "its process is no longer running")
-    assert action == "take_over"
-    assert "at once" in warning and HOLDER in warning and "no longer running" in warning
-
-
-def test_a_live_holder_or_one_nothing_is_known_of_keeps_the_lock():
-    held = view(lease(HOLDER, renewed_ago=5, duration=3600))
-    with pytest.raises(LockHeld):
-        locks.decide_acquire(held, "me", NOW, gone=lambda v: None)
-    with pytest.raises(LockHeld):
-        locks.decide_acquire(held, "me", NOW)
-
-
-def test_the_lease_records_the_process_keeps_it_on_a_fence_renewal_and_drops_it_on_release():
-    me = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242,
-                             process=holders.format_process(RECORDED))
-    taken = locks.lease_after(None, "create", me, "tf", "lock", NOW, 60)
-    assert taken["metadata"]["annotations"][locks.PROCESS] == holders.format_process(RECORDED)
-    assert locks.lease_view(taken, NOW)["process"] == holders.format_process(RECORDED)
-    fence_me = dict((k, v) for k, v in me.items() if k != "process")  # what a fence renews with
-    renewed = locks.lease_after(taken, "renew", fence_me, "tf", "lock", NOW, 60)
-    assert renewed["metadata"]["annotations"][locks.PROCESS] == holders.format_process(RECORDED)
-    released = locks.lease_after(renewed, "release", me, "tf", "lock", NOW, None)
-    assert locks.PROCESS not in released["metadata"]["annotations"]
-    other = locks.make_identity("upgrade", user="bob", host="laptop")
-    taken_over = locks.lease_after(taken, "take_over", other, "tf", "lock", NOW, 60)
-    assert locks.PROCESS not in taken_over["metadata"]["annotations"], "a holder without a process records none"
 
 
 def test_the_checker_reads_this_host():

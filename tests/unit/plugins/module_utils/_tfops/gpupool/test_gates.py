@@ -142,32 +142,3 @@ def test_prometheus_verdict(body, ok):
 def test_status_codes():
     assert gates.status_ok({}, 204) and not gates.status_ok({}, 500)
     assert gates.status_ok({"status_codes": [500]}, 500) and not gates.status_ok({"status_codes": [500]}, 200)
-
-
-def test_the_report_keeps_gates_and_draws_their_bake():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
-    gate = {"batch": 1, "nodes": ["n1", "n2"], "passed": False, "seconds": 4.0,
-            "failures": [{"check": "gpu_phase", "node": "n1", "evidence": "GPU n1-gpu-0 is Unknown"}]}
-    result = {"pool": "shared", "gpupool": "tf-shared", "failed": True, "waited_for": ["hypervisor"],
-              "gates": [gate], "gate_paused": ["hypervisor"], "timeline": [
-                  {"time": "2026-12-03T02:00:00.000000Z", "component": "hypervisor", "progress": 20, "synced": False},
-                  {"time": "2026-12-03T02:00:05.000000Z", "component": "hypervisor", "progress": 20, "synced": False,
-                   "gate": gate}]}
-    pool, = report.pool_progress([result])
-    assert pool["gates"] == [gate] and pool["paused"] == ["hypervisor"]
-    assert pool["timeline"][1]["gate"] == gate and pool["timeline"][1]["seconds"] == 5.0
-    svg = report_render.svg_timeline(pool)
-    assert 'fill="#d62728" opacity="0.2"' in svg and "FAILED after 4.0s of bake" in svg
-    assert report_render.gate_text(gate).startswith("batch 1 (n1, n2): FAILED")
-
-
-def test_a_plan_says_what_the_gates_add():
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
-    schedule = {"nodes": 10, "batch_percentage": 20, "batch_interval": "1s", "batch_count": 5,
-                "batch_sizes": [2] * 5, "batch_seconds": 1.0, "batches": [], "seconds": 200.0,
-                "gate_bake_seconds": 30, "gate_seconds": 170.0}
-    pool, = plan_report.pools_plan([{"pool": "shared", "waited_for": ["hypervisor"],
-                                     "changed_components": ["hypervisor"], "schedule": schedule}], [])
-    assert pool["gate_bake_seconds"] == 30 and pool["gate_seconds"] == 170.0
-    assert "health gates: 30s of bake per batch, 170.0s of it" in plan_report._gates_text(pool)

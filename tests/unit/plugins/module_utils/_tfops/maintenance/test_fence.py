@@ -3,8 +3,6 @@ an orphaned module (its ansible-playbook killed) from a live one; the holder ide
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import fence
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def stat_line(pid, comm, ppid, start):
@@ -29,6 +27,8 @@ def test_is_ansible_playbook(argv, expected):
 
 # module 40 -> sh 30 -> worker 20 -> ansible-playbook 10 -> bash 5 -> init 1
 TREE = {30: (20, 300), 20: (10, 200), 10: (5, 100), 5: (1, 50)}
+
+
 ARGV = {30: ["/bin/sh", "-c", "python x"], 20: ["python", "/venv/bin/ansible-playbook", "p.yml"],
         10: ["python", "/venv/bin/ansible-playbook", "p.yml"], 5: ["bash"]}
 
@@ -67,18 +67,3 @@ def test_a_module_run_in_the_worker_is_reparented_itself_when_ansible_playbook_i
     del killed[10]
     killed[20] = (1, 200)
     assert not fence.chain_alive(chain, stat=killed.get)
-
-
-def test_two_runs_of_one_user_on_one_host_are_two_holders():
-    one = locks.make_identity("upgrade", user="alice", host="bastion", run="k3j2h4g5q1", pid=4242)
-    two = locks.make_identity("upgrade", user="alice", host="bastion", run="z9y8x7w6v5", pid=4343)
-    assert one["holder"] == "alice@bastion pid=4242 run=k3j2h4g5q1 purpose=upgrade"
-    assert one["holder"] != two["holder"]
-    assert locks.make_identity("upgrade", user="a", host="h", job="42", run="r1")["holder"] == \
-        "a@h job=42 run=r1 purpose=upgrade"
-
-
-@pytest.mark.parametrize("bad", ["", "has space", "x" * 65, "semi;colon"])
-def test_a_run_id_that_would_blur_the_holder_is_refused(bad):
-    with pytest.raises(InvalidInput, match="run_id"):
-        locks.make_identity("upgrade", run=bad)

@@ -9,10 +9,6 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
-    paused_marker,
-    with_paused_marker,
-)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import plan_change
 
 
@@ -267,38 +263,3 @@ def test_pause_then_present_round_trip():
     assert flags(new) == flags(tpl)
     assert changed == ["hypervisor"]
     assert after == []
-
-
-# ---- the marker on the TensorFusionCluster -------------------------------------------------------
-
-def tfc(annotation=None):
-    annotations = {rollout.PAUSED_BY_US: annotation} if annotation is not None else {}
-    return {"metadata": {"name": "tf", "annotations": annotations}}
-
-
-def test_marker_text_is_read_per_pool():
-    assert paused_marker(tfc("shared:hypervisor,worker;batch:client")) == {
-        "shared": ["hypervisor", "worker"], "batch": ["client"]}
-    assert paused_marker(tfc()) == {}
-    assert paused_marker({"metadata": {"name": "tf"}}) == {}
-    assert paused_marker(tfc("")) == {}
-
-
-def test_marker_is_written_sorted_and_other_pools_kept():
-    obj = with_paused_marker(tfc("shared:client"), "batch", ["worker", "hypervisor", "worker"])
-    assert obj["metadata"]["annotations"][rollout.PAUSED_BY_US] == "batch:hypervisor,worker;shared:client"
-
-
-def test_an_empty_marker_removes_the_pool_and_then_the_annotation():
-    obj = with_paused_marker(tfc("batch:worker;shared:client"), "batch", [])
-    assert obj["metadata"]["annotations"][rollout.PAUSED_BY_US] == "shared:client"
-    obj = with_paused_marker(obj, "shared", [])
-    assert rollout.PAUSED_BY_US not in obj["metadata"]["annotations"]
-
-
-def test_marker_round_trips_through_plan_change():
-    obj = tfc("shared:hypervisor")
-    marker = paused_marker(obj).get("shared", [])
-    _new, _changed, after = plan_change(params("paused"), template(hv=False, worker=True), marker)
-    obj = with_paused_marker(obj, "shared", after)
-    assert paused_marker(obj) == {"shared": ["hypervisor", "worker"]}

@@ -3,7 +3,6 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import census, pods_off_target
 
 
 def params(**over):
@@ -116,71 +115,6 @@ def test_mark_template_env_on_a_template_without_containers_names_the_components
     marked = plan.mark_template_env({}, "secret.ops.tensor-fusion.ai/lic", "v1", "tensor-fusion-worker")
     assert marked["template"]["spec"]["containers"] == [
         {"name": "tensor-fusion-worker", "env": [{"name": "TFOPS_SECRET_VERSION_LIC", "value": "v1"}]}]
-
-
-def _pod(name, secret=None, annotations=None, ready=True, deleting=False):
-    spec = {"containers": [{"name": "c"}]}
-    if secret:
-        spec["imagePullSecrets"] = [{"name": secret}]
-    meta = {"name": name, "annotations": annotations or {}}
-    if deleting:
-        meta["deletionTimestamp"] = "now"
-    return {"metadata": meta, "spec": spec, "status": {"conditions": [
-        {"type": "Ready", "status": "True" if ready else "False"}]}}
-
-
-def test_pods_off_target():
-    pods = [_pod("a", "new"), _pod("b", "old"), _pod("c", "new", ready=False), _pod("d", "old", deleting=True)]
-    assert pods_off_target(pods, ("name", "new")) == [
-        ("b", "does not reference Secret new (it references old)"), ("c", "not Ready")]
-    pods = [_pod("a", "s", annotations={"k": "v1"}), _pod("b", "s", annotations={"k": "v0"})]
-    assert pods_off_target(pods, ("annotation", "k", "v1", "s")) == [("b", "started before the Secret was updated")]
-
-
-def test_in_place_verification_checks_what_each_pod_references_not_only_its_mark():
-    """#37 item 5: a Pod restarted for the Secret's version (the mark) that reads a versioned copy
-    of it, or no Secret at all, is not on the rotated Secret."""
-    target = ("annotation", "k", "v1", "s")
-    pods = [_pod("reads-s", "s", annotations={"k": "v1"}), _pod("reads-copy", "s-1a2b3c", annotations={"k": "v1"}),
-            _pod("reads-nothing", annotations={"k": "v1"})]
-    assert pods_off_target(pods, target) == [
-        ("reads-copy", "does not reference Secret s (it references s-1a2b3c)"),
-        ("reads-nothing", "does not reference Secret s (it references no Secret)")]
-    env_target = ("env", "TFOPS_SECRET_VERSION_S", "v1", "s")
-    hv = _pod("hv", "s-1a2b3c")
-    hv["spec"]["containers"][0]["env"] = [{"name": "TFOPS_SECRET_VERSION_S", "value": "v1"}]
-    assert pods_off_target([hv], env_target) == [("hv", "does not reference Secret s (it references s-1a2b3c)")]
-    hv["spec"]["imagePullSecrets"] = [{"name": "s"}]
-    assert pods_off_target([hv], env_target) == []
-
-
-@pytest.mark.parametrize("where", ["env", "envFrom", "volume", "projected", "imagePullSecrets"])
-def test_each_kind_of_reference_counts_and_names_what_is_read(where):
-    spec = {"containers": [{"name": "c"}]}
-    if where == "env":
-        spec["containers"][0]["env"] = [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
-    elif where == "envFrom":
-        spec["containers"][0]["envFrom"] = [{"secretRef": {"name": "s"}}]
-    elif where == "volume":
-        spec["volumes"] = [{"name": "v", "secret": {"secretName": "s"}}]
-    elif where == "projected":
-        spec["volumes"] = [{"name": "v", "projected": {"sources": [{"secret": {"name": "s"}}]}}]
-    else:
-        spec["imagePullSecrets"] = [{"name": "s"}]
-    pod = {"metadata": {"name": "p", "annotations": {"k": "v1"}}, "spec": spec,
-           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-    assert pods_off_target([pod], ("annotation", "k", "v1", "s")) == []
-    assert pods_off_target([pod], ("annotation", "k", "v1", "t")) == [
-        ("p", "does not reference Secret t (it references s)")]
-
-
-def test_census_of_a_stuck_put_back():
-    pods = [_pod("old-1", "old"), _pod("new-1", "new"), _pod("new-2", "new", ready=False),
-            _pod("gone", "new", deleting=True)]
-    assert census(pods, ("name", "new")) == (["new-2"], ["new-1"])
-    marked = [_pod("a", "s", annotations={"k": "rotated"}), _pod("b", "s", annotations={"k": "restored"}),
-              _pod("c", "s", annotations={"k": "restored"}, ready=False)]
-    assert census(marked, ("annotation", "k", "rotated", "s")) == (["c"], ["a"])
 
 
 def test_helm_values_references_and_repoint_only_under_the_key():

@@ -1,10 +1,11 @@
-"""Pure decisions of workload_restart: rollout status as kubectl judges it, selectors, times."""
+"""Pure decisions of workload_restart (workloads/decisions.py): rollout status as kubectl judges
+it, Pod problems, times."""
 import datetime
 
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import selector_string
+
 
 UTC = datetime.timezone.utc
 
@@ -82,15 +83,6 @@ def test_pod_problems_name_the_reason():
     problems = workloads.pod_problems([pod("a", "t"), pod("b", "t", ready=False, waiting="ImagePullBackOff"),
                                        pod("c", "t", ready=False)])
     assert problems == ["b (c: ImagePullBackOff)", "c (phase Pending)"]
-
-
-def test_selector_string_covers_expressions():
-    sel = {"matchLabels": {"b": "2", "a": "1"},
-           "matchExpressions": [{"key": "t", "operator": "In", "values": ["x", "y"]},
-                                {"key": "u", "operator": "NotIn", "values": ["z"]},
-                                {"key": "e", "operator": "Exists"},
-                                {"key": "n", "operator": "DoesNotExist"}]}
-    assert selector_string(sel) == "a=1,b=2,t in (x,y),u notin (z),e,!n"
 
 
 def test_secret_annotation_records_version_not_content():

@@ -1,17 +1,19 @@
 """runbook/fleet.py: fleet_upgrade.yml's place in an AWX fleet workflow (#39) - a canary job, then
 one job per wave, sliced over execution nodes - checked before the lock or any write."""
 import pytest
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.tensorfusion.ops.plugins.filter.fleet import fleet_outcome
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import fleet, inputs
+
 
 # What AWX sets in a slice job of the sliced job template "TensorFusion fleet wave" (the slice's
 # workflow job is named after its template), in a job of the fleet workflow, and in a plain job.
 SLICE = {"job_template_name": "TensorFusion fleet wave", "job_launch_type": "workflow",
          "workflow_job_name": "TensorFusion fleet wave", "job_id": 12, "workflow_job_id": 11}
+
+
 IN_WORKFLOW = dict(SLICE, workflow_job_name="TensorFusion fleet")
+
+
 PLAIN = {"job_template_name": "TensorFusion fleet upgrade", "job_launch_type": "manual", "job_id": 9}
 
 
@@ -89,13 +91,6 @@ def test_a_cluster_that_passed_hands_on_its_wave(status):
 @pytest.mark.parametrize("status", ["rolled_back", "rollback_failed", "resumable", "failed", "blocked", None])
 def test_a_cluster_that_did_not_pass_hands_on_its_failure_under_a_key_no_slice_that_passed_sets(status):
     assert fleet.outcome(status, 1, "gpu-a") == {"tfops_fleet_failed": {"gpu-a": {"wave": 1, "status": status or "failed"}}}
-
-
-def test_the_filter_hands_on_nothing_outside_a_fleet_workflow():
-    assert fleet_outcome("succeeded", None, "h") == {} and fleet_outcome("failed", "", "h") == {}
-    assert fleet_outcome("succeeded", "2", "h") == {"tfops_fleet_passed": {"wave": 2}}
-    with pytest.raises(AnsibleFilterError, match="tfops_fleet_wave: 'x' is not a whole number"):
-        fleet_outcome("succeeded", "x", "h")
 
 
 def test_the_fleet_variables_are_fleet_upgrade_s_alone():
