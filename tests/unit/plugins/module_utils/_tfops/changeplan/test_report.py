@@ -1,7 +1,9 @@
-"""changeplan/report.py: what a plan says of its pools, its gates and a component change."""
+"""changeplan/report.py: what a plan says of its pools, its gates, a component change, a
+policy-only change and a rotation (plans say "would")."""
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 
 from ..helm.test_restore import template  # helpers shared with that file
 
@@ -65,3 +67,32 @@ def test_a_component_change_names_pod_templates_and_never_shows_them():
     assert "hypervisor.image hv:2 -> hv:1" in text and "worker.podTemplate changed" in text
     assert "autoUpdateHypervisor false -> true" in text
     assert "OLD-" not in str(changes) and "NEW-" not in str(changes)
+
+
+def test_a_policy_only_change_is_planned_too():
+    pool = {"task_pool": "shared", "pool": "shared", "gpupool": "tensor-fusion-shared", "changed": True,
+            "waited_for": [], "changed_components": [],
+            "spec_changes": [{"field": "batchPercentage", "from": 100, "to": 20}]}
+    plan = plan_report.build_plan({"steps": [], "error": None, "window": None, "ended": "2026-12-02T10:00:00Z",
+                                   "versions": {"before": {}}}, {"pools": [pool]})
+    rows = [text for _step, text in report_render.plan_rows(plan)]
+    assert "shared would be set, no rollout: batchPercentage 100 -> 20" in rows
+
+
+def test_a_check_mode_rotation_that_would_change_says_what_it_would_do():
+    in_place = {"changed": True, "strategy": "in_place", "secret": {"name": "lic", "keys": ["token"]},
+                "previous": ["lic-v-abc"], "restarts": ["Deployment tf/app"], "steps": [], "deleted": [],
+                "consumers": [{"kind": "Deployment", "namespace": "tf", "name": "app"}]}
+    plan = plan_report.rotation_plan(in_place)
+    assert [s["step"] for s in plan["steps"]] == ["backup", "update", "restart", "verify"]
+    text = report_render._planned_rotation(plan)  # pylint: disable=protected-access
+    assert text.startswith("would rotate Secret lic") and "restart Deployment tf/app" in text
+    assert "already rotated" not in text
+    versioned = {"changed": True, "strategy": "versioned", "secret": {"name": "lic-v-new", "keys": ["token"]},
+                 "previous": ["lic-v-old"], "steps": [], "deleted": ["lic-v-older"],
+                 "consumers": [{"kind": "Deployment", "namespace": "tf", "name": "app", "repointed": True}]}
+    plan = plan_report.rotation_plan(versioned)
+    assert [s["step"] for s in plan["steps"]] == ["create", "repoint", "verify"]
+    assert "would delete lic-v-older" in report_render._planned_rotation(plan)  # pylint: disable=protected-access
+    done = dict(in_place, changed=False, restarts=[], previous=[])
+    assert "already rotated" in report_render._planned_rotation(plan_report.rotation_plan(done))  # pylint: disable=protected-access

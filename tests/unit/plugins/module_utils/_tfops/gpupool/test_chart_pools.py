@@ -3,6 +3,7 @@ chart itself changed for the pools step: pure, without a cluster."""
 import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools as cp
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 
 
 LICENSE = "s3cr3t-licence"
@@ -100,3 +101,10 @@ def test_the_program_runs_standalone(tmp_path):
                           input=manifest(tfc(image="hv:2")), capture_output=True, text=True, check=True)
     assert "hv:live" in proc.stdout and "hv:2" not in proc.stdout.split(cp.CHART_POOLS)[0]
     assert json.loads(out.read_text())["tensor-fusion"]["shared"]["hypervisor"]["image"] == "hv:2"
+
+
+def test_pod_templates_the_chart_changed_are_named_for_a_warning():
+    changes = {"tensor-fusion": {"shared": {"hypervisor": {"pod_template_changed": True},
+                                            "worker": {"image": "w:2"}}}}
+    assert chart_pools.pod_templates_changed(changes) == {"tensor-fusion/shared": ["hypervisor"]}
+    assert chart_pools.pod_templates_changed({}) == {}
