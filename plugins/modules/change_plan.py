@@ -30,18 +30,9 @@ description:
     the plan's own salt; no value is ever in a result or in the plan.
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
   - tensorfusion.ops.retry
-attributes:
-  check_mode:
-    support: full
-    details: Both states only read; check mode changes nothing.
-  diff_mode:
-    support: none
-    details: Nothing is written, so there is no diff.
-  idempotent:
-    support: full
-    details: Only reads.
 options:
   state:
     description: Read the identity (V(captured)) or check a saved plan (V(verified)).

@@ -37,16 +37,6 @@ description:
     by their sha256 in every result and diff; the command shown masks them too. Helm runs with a
     temporary 0600 kubeconfig made from the authentication options, removed afterwards.
 options:
-  name:
-    description: Release name.
-    type: str
-    default: tensor-fusion-sys
-    aliases: [release_name]
-  namespace:
-    description: Release namespace.
-    type: str
-    default: tensor-fusion-sys
-    aliases: [release_namespace]
   state:
     description:
       - V(present) installs or upgrades; V(rolled_back) rolls back to O(revision) or O(snapshot).
@@ -289,17 +279,14 @@ options:
       - With O(snapshot), fail when a GPU pool's rollout shows no progress for this many seconds.
     type: int
     default: 600
-  binary_path:
-    description: Path of the helm binary; C(helm) on E(PATH) when left out.
-    type: path
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.helm
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
 attributes:
   check_mode:
-    support: full
     details: Renders against the API server with a server-side dry run and returns the values and manifest diff; writes nothing.
   diff_mode:
     support: full

@@ -52,16 +52,6 @@ description:
     C(--disable-openapi-validation) on an older API server); a rollback to the bundle with
     M(tensorfusion.ops.helm_release) uses them for each flag option that task leaves unset.
 options:
-  name:
-    description: Release name.
-    type: str
-    default: tensor-fusion-sys
-    aliases: [release_name]
-  namespace:
-    description: Release namespace.
-    type: str
-    default: tensor-fusion-sys
-    aliases: [release_namespace]
   store:
     description:
       - Where the bundle goes - V(cluster) (Secrets in O(namespace)), V(local) (a folder in O(dest))
@@ -132,15 +122,12 @@ options:
         O(tensorfusion.ops.helm_release#module:signing_key)). Never shown in a result or a log.
     type: str
     version_added: 0.1.0
-  binary_path:
-    description: Path of the helm binary; C(helm) on E(PATH) when left out.
-    type: path
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
+  - tensorfusion.ops.helm
 attributes:
   check_mode:
-    support: full
     details: Reads everything and returns what it would capture and prune; writes nothing (no Secret, no folder, not even a missing key Secret).
   diff_mode:
     support: none

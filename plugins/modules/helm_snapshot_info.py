@@ -73,21 +73,13 @@ options:
     default: false
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
 attributes:
-  check_mode:
-    support: full
-    details: Reads only.
-  diff_mode:
-    support: none
-    details: Returns no diff.
   platform:
     platforms: kubernetes
     support: full
     details: Reads local files and the Kubernetes API (Secrets of the snapshot type).
-  idempotent:
-    support: full
-    details: Only reads.
 author:
   - TensorFusion ops maintainers (@NexusGPU)
 """

@@ -101,7 +101,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.auth
 attributes:
   check_mode:
-    support: full
     details: Reads the Lease and says what it would do (and fails when the lock is held); writes nothing.
   diff_mode:
     support: full

@@ -101,22 +101,14 @@ options:
     type: str
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
   - tensorfusion.ops.retry
 attributes:
-  check_mode:
-    support: full
-    details: The module only reads, so it runs fully in check mode.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is nothing to show.
   platform:
     platforms: kubernetes
     support: full
     details: Talks to the Kubernetes API only to read the pool's declared window.
-  idempotent:
-    support: full
-    details: Only reads.
 notes:
   - "Daylight-saving changes are handled as cron handles them: a window due at a wall-clock time the
     clock skips opens at the moment of the jump; one due at a time that occurs twice opens once, at

@@ -73,7 +73,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.wait.TIMEOUT
 attributes:
   check_mode:
-    support: full
     details: Reads every object and says what it would create, change or delete; writes nothing.
   diff_mode:
     support: full

@@ -69,21 +69,13 @@ options:
     default: true
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
 attributes:
-  check_mode:
-    support: full
-    details: Only reads, so it runs fully in check mode.
-  diff_mode:
-    support: none
-    details: Nothing is changed.
   platform:
     platforms: kubernetes
     support: full
     details: Reads the Kubernetes API with O(cluster=true).
-  idempotent:
-    support: full
-    details: Only reads.
 seealso:
   - ref: ansible_collections.tensorfusion.ops.docsite.runbooks
     description: The runbooks and their variables.

@@ -155,7 +155,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.wait
 attributes:
   check_mode:
-    support: full
     details: Lists the consumers found and what would be created, repointed, restarted and deleted.
   diff_mode:
     support: full

@@ -58,7 +58,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.fence
 attributes:
   check_mode:
-    support: full
     details: Creates nothing; returns the Pod it would create.
   diff_mode:
     support: none

@@ -72,7 +72,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.wait
 attributes:
   check_mode:
-    support: full
     details: Reports which workloads would restart; writes nothing.
   diff_mode:
     support: full
