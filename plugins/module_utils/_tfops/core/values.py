@@ -98,7 +98,7 @@ def with_spec(spec, value, name, **rules):
     value with the spec's defaults, or InvalidInput with every refusal, after ``name:`` when given.
     ``value`` itself is not changed."""
     # Imported here: on the controller ansible-core's argument spec loads YAML, which the filters
-    # that use this file must not cost every task (tests/unit/plugins/test_runbook_filters.py).
+    # that use this file must not cost every task (tests/unit/plugins/filter/test_runbook.py).
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
     from ansible.module_utils.errors import UnsupportedError
     result = ArgumentSpecValidator(spec, **rules).validate(copy.deepcopy(value))
