@@ -321,6 +321,67 @@ options:
           headers:
             description: Request headers.
             type: dict
+  business_changes:
+    description:
+      - Business workloads are the Deployments, StatefulSets and DaemonSets whose Pod template is
+        labelled C(tensor-fusion.ai/enabled=true). While the module waits for the pool's rollout,
+        changes to their Pod templates are followed - listed once, then watched, never polled -
+        and recorded in RV(business_changes). Each change names the workload and what changed -
+        images, resource requests and limits, and TensorFusion's own annotations and labels (its
+        GPU requests) from and to. Other fields (env, command, volumes, other annotations) are
+        only named, never shown. Workloads created or deleted during the rollout count too;
+        replica counts (an autoscaler's) do not.
+      - Asking teams not to change business workloads' resource requests at scale while components
+        roll keeps upgrade problems and scheduling problems apart. This is how the module notices
+        when someone does.
+      - Needs C(list) and C(watch) of C(deployments), C(statefulsets) and C(daemonsets) in every
+        namespace. Without them a V(warn) gate warns that nothing was watched, and a V(pause)
+        gate refuses the task before anything is written.
+    type: dict
+    default: {}
+    version_added: 0.4.0
+    suboptions:
+      gate:
+        description:
+          - What happens when the changes reach the scale of O(business_changes.workloads) or
+            O(business_changes.percent).
+          - V(warn) records the changes and warns, naming the workloads and what changed.
+          - V(pause) pauses the rollout as a deadline does with O(on_deadline=pause) - the waited
+            components' C(autoUpdate*) off and the collection's pause marker - and the task fails,
+            listing the changes. Running the same task again resumes and finishes the rollout.
+          - V(off) watches nothing.
+        type: str
+        choices: ["off", warn, pause]
+        default: warn
+      workloads:
+        description:
+          - The gate acts once this many business workloads changed during the rollout.
+          - With neither O(business_changes.workloads) nor O(business_changes.percent), the gate
+            acts on the first change.
+        type: int
+      percent:
+        description:
+          - The gate acts once this share (1-100) of the business workloads changed during the
+            rollout. The business workloads are those at the rollout's start, plus those created
+            during it.
+          - With O(business_changes.workloads) too, whichever is reached first.
+        type: int
+      since:
+        description:
+          - For a rollout followed over several calls, for example one call per batch as the
+            C(tensorfusion.ops.gpupool_update) role does. Give it RV(business_changes) of the
+            rollout's previous call.
+          - The watch goes on from where that call stopped, so a change between two calls is
+            seen. The changes recorded there keep counting.
+        type: dict
+  rollout_started:
+    description:
+      - When the rollout began (ISO 8601), for a rollout followed over several calls. Give it
+        RV(started) of the rollout's first call.
+      - A stuck node's diagnosis attaches only the Warning Events from then on. Without it, the
+        time this call began.
+    type: str
+    version_added: 0.4.0
   wait_timeout:
     default: 3600
 extends_documentation_fragment:
@@ -515,6 +576,48 @@ gates:
     - {batch: 1, nodes: [gpu-0, gpu-1], passed: false, bake_seconds: 30, seconds: 4.2,
        started: "2026-11-29T02:01:10.000000Z",
        failures: [{check: gpu_phase, node: gpu-0, evidence: "GPU gpu-0-gpu-0 is Unknown"}]}
+started:
+  description: When the rollout began - O(rollout_started), or when this call began.
+  returned: always
+  type: str
+  sample: "2026-11-29T02:01:00.120000Z"
+business_changes:
+  description:
+    - The business workloads whose Pod templates changed while the module waited for the rollout
+      (O(business_changes)), since the rollout began (O(business_changes.since)). Null when
+      nothing was watched - gate V(off), check mode, nothing to wait for.
+    - Also in the result of a failed task. A task that O(business_changes.gate=pause) stopped
+      fails with C(error=BusinessChangesPaused) and RV(paused).
+    - C(changes[].fields) are C({field, from, to}) items, for example
+      C(spec.containers[app].resources.requests.cpu), or C({field, hidden=true}) for a field that
+      is never shown. C(change) is C(changed), C(created), C(deleted) or C(recreated).
+    - C(unseen) says what could not be watched. C(resource_versions) is where the watch stopped,
+      for the rollout's next call.
+  returned: always
+  type: dict
+  sample:
+    gate: warn
+    workloads: null
+    percent: null
+    started: "2026-11-29T02:01:00.120000Z"
+    ended: "2026-11-29T02:03:10.500000Z"
+    business_workloads: 12
+    changed: 1
+    share: 8
+    reached: true
+    warned: 1
+    changes:
+      - {kind: Deployment, namespace: shop, name: recommender, change: changed, writes: 1,
+         fields: [{field: "spec.containers[app].resources.requests.cpu", from: "1", to: "4"},
+                  {field: "metadata.annotations[tensor-fusion.ai/vram-request]", from: 4Gi, to: 16Gi}]}
+    unseen: []
+    resource_versions: {Deployment: "48213", StatefulSet: "48213", DaemonSet: "48213"}
+paused:
+  description: The components a deadline (O(on_deadline=pause)) or the business changes gate paused.
+  returned: when the task failed and paused the rollout
+  type: list
+  elements: str
+  sample: [hypervisor]
 nodes:
   description: GPUNodes of the pool - total, updated (hypervisor Pods with the requested image) and stuck (not Running).
   returned: always
@@ -529,6 +632,7 @@ diff:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC, wait_arg_spec
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import (
+    BUSINESS_CHANGE_OPTIONS,
     COMPONENT_OPTIONS,
     GATE_OPTIONS,
     ROLLING_UPDATE_OPTIONS,
@@ -550,7 +654,9 @@ def main():
              stall_timeout=dict(type="int", default=600),
              on_deadline=dict(type="str", default="fail", choices=["fail", "pause"]),
              wait_until_progress=dict(type="int", default=100),
-             gates=dict(type="dict", options=GATE_OPTIONS)),
+             gates=dict(type="dict", options=GATE_OPTIONS),
+             business_changes=dict(type="dict", options=BUSINESS_CHANGE_OPTIONS, default={}),
+             rollout_started=dict(type="str")),
         supports_check_mode=True)
     tfmodule.run(module, run_rollout)
 

@@ -13,8 +13,10 @@ description:
   - Gathers, in a few paginated list calls, the TensorFusionClusters, GPUPools (phase,
     componentStatus, rollouts in progress), GPUNodes, GPUs, the Pods of the operator namespace
     (controller, alert-manager, hypervisors), the Helm release's status (from Helm's storage
-    labels), recent warning Events and the business workloads that use TensorFusion (replicas,
-    readinessProbe, PodDisruptionBudget coverage).
+    labels), recent warning Events and the business workloads that use TensorFusion - the
+    Deployments, StatefulSets and DaemonSets whose Pod template is labelled
+    C(tensor-fusion.ai/enabled=true) (replicas, readinessProbe, PodDisruptionBudget coverage, and
+    whether their own rollout is complete - finding C(WORKLOAD_ROLLOUT_IN_PROGRESS)).
   - Tells for each TensorFusionCluster whether a Helm release owns it (Helm's ownership metadata)
     and, if so, what of its live pools the next chart upgrade would revert - the differences
     between the live pool settings and the release's last rendering of that cluster
@@ -197,6 +199,14 @@ data:
           acquire_time, renew_time, expires, stale, purpose, user, host, job_id); null without a
           Lease, with O(lock_name) empty, or when Leases may not be read.
       type: dict
+    workloads:
+      description:
+        - The business workloads (O(workloads)), each C({kind, namespace, name, replicas,
+          readiness_probe, pdb, rollout}) - C(replicas) null for a DaemonSet; C(rollout) why its own
+          rollout is not complete (C(observedGeneration) behind, replicas not yet updated, ready or
+          available, a progress deadline exceeded), null when it is.
+      type: list
+      elements: dict
     clusters:
       description: The TensorFusionClusters.
       type: list

@@ -1,10 +1,13 @@
 """gpupool_rollout against the lab's operator double: batches, honest changed, the stale-status
 guard, a change mid-rollout, a stuck node, a deadline that pauses, an API server restart,
-concurrent edits, and bad input that leaves the cluster untouched."""
+concurrent edits, business workloads changed while the pool rolls (recorded, warned, the gate's
+pause), and bad input that leaves the cluster untouched."""
 import datetime
+import json
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 from kubernetes import client
@@ -12,7 +15,7 @@ from kubernetes import client
 from lab import cluster
 from lab import tensorfusion as tf
 
-from .ansible_runner import run_playbook
+from .ansible_runner import run_playbook, start_playbook
 from .helpers import GROUP, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_pool
 
 HV = "tensorfusion/tensor-fusion-hypervisor"
@@ -121,7 +124,6 @@ def test_policy_only_change_writes_but_does_not_wait(lab, api_client):
 
 def _background_rollout(lab, tag, **policy):
     cmd_vars = {"lab_kubeconfig": lab["kubeconfig"], **{"gr_" + k: v for k, v in hv(tag, **policy).items()}}
-    import json
     import os
     from .ansible_runner import PLAYBOOKS
     env = dict(os.environ, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
@@ -293,6 +295,117 @@ def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     kube.close()
 
 
+def _business_deployment(apps, ns, name, tf_enabled=True, cpu="100m", token=None):
+    labels = {"app": name, **({"tensor-fusion.ai/enabled": "true"} if tf_enabled else {})}
+    container = {"name": "app", "image": "registry.lab/biz:1", "resources": {"requests": {"cpu": cpu}},
+                 "env": [{"name": "API_TOKEN", "value": token or "none"}]}
+    # No replicas: a Pod template change is what is watched, no Pod needs to run for it.
+    apps.create_namespaced_deployment(ns, {"metadata": {"name": name}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}})
+
+
+def _written(deployment):
+    """What a client's write changes (the deployment controller's writes - status, its revision
+    annotation - move resourceVersion too)."""
+    annotations = dict((k, v) for k, v in (deployment.metadata.annotations or {}).items()
+                       if k != "deployment.kubernetes.io/revision")
+    return deployment.metadata.generation, deployment.metadata.labels, annotations, deployment.spec.to_dict()
+
+
+def _change_template(apps, ns, name, cpu, token):
+    """A user's write of the Pod template (requests and a Secret-like env value); what it wrote."""
+    return _written(apps.patch_namespaced_deployment(name, ns, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "resources": {"requests": {"cpu": cpu}},
+         "env": [{"name": "API_TOKEN", "value": token}]}]}}}}))
+
+
+def _rollout_in_background(lab, api_client, tag, business_changes, args=()):
+    """gpupool_rollout of ``tag`` in two batches 8 s apart, started and at its first batch."""
+    tf.set_knobs(api_client, batchGapFloorSeconds=8)
+    extra = {"lab_kubeconfig": lab["kubeconfig"], "gr_business_changes": business_changes,
+             **{"gr_" + k: v for k, v in hv(tag, pct=50).items()}}
+    run = start_playbook("gpupool_rollout.yml", extra, args=args)
+    try:
+        wait_pool(api_client, pool_progress_at_least(50))
+    except AssertionError:
+        run.finish(timeout=5)
+        raise
+    return run
+
+
+def _entries(res, ns):
+    return dict((e["name"], e) for e in (res.get("business_changes") or {}).get("changes") or []
+                if e["namespace"] == ns)
+
+
+def test_business_changes_during_the_rollout_are_recorded_and_the_warn_gate_warns(lab, api_client, ns):
+    """#37 item 9: a business Deployment whose container requests (and a Secret-like env value)
+    change while the pool rolls is in business_changes, requests from and to, the env named only;
+    a workload without TensorFusion's label is not; gate warn warns and the rollout finishes. The
+    env values appear nowhere in the result or the -vvv output, and no workload is written."""
+    apps = client.AppsV1Api(api_client)
+    token = "tok-" + uuid.uuid4().hex
+    _business_deployment(apps, ns, "biz", token=token + "-old")
+    _business_deployment(apps, ns, "plain", tf_enabled=False)
+    tag = "3.7.0-" + uuid.uuid4().hex[:6]  # a rollout also where the lab ran this test before
+    run = _rollout_in_background(lab, api_client, tag, {"gate": "warn"}, args=("-vvv",))
+    biz_version = _change_template(apps, ns, "biz", "250m", token + "-new")
+    plain_version = _change_template(apps, ns, "plain", "300m", "x")
+    run = run.finish(timeout=300)
+    res = run.task_results("Rollout")
+    assert run.rc == 0, res.get("msg")
+    changed = _entries(res, ns)
+    assert list(changed) == ["biz"], res["business_changes"]
+    assert changed["biz"]["change"] == "changed" and changed["biz"]["kind"] == "Deployment"
+    assert {"field": "spec.containers[app].resources.requests.cpu", "from": "100m", "to": "250m"} in changed["biz"]["fields"]
+    assert {"field": "spec.containers[app].env", "hidden": True} in changed["biz"]["fields"]
+    assert res["business_changes"]["gate"] == "warn" and res["business_changes"]["reached"] is True
+    assert any(f"Deployment {ns}/biz: " in w and "spec.containers[app].resources.requests.cpu 100m -> 250m" in w
+               for w in res.get("warnings") or []), res.get("warnings")
+    assert res["started"] and res["business_changes"]["resource_versions"]["Deployment"]
+    # No Secret value in the result, the warnings or the -vvv output.
+    for text in (json.dumps(res), run.stdout, run.stderr):
+        assert token not in text
+    # Watched, never written: the workloads are as the user's writes left them.
+    assert _written(apps.read_namespaced_deployment("biz", ns)) == biz_version
+    assert _written(apps.read_namespaced_deployment("plain", ns)) == plain_version
+    assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
+
+
+def test_the_business_changes_gate_pauses_the_pool_and_a_rerun_resumes(lab, api_client, ns):
+    apps = client.AppsV1Api(api_client)
+    _business_deployment(apps, ns, "biz")
+    generation = tfc(api_client)["metadata"]["generation"]
+    tag = "3.8.0-" + uuid.uuid4().hex[:6]
+    run = _rollout_in_background(lab, api_client, tag, {"gate": "pause"})
+    biz_version = _change_template(apps, ns, "biz", "500m", "x")
+    run = run.finish(timeout=300)
+    res = run.task_results("Rollout")
+    assert run.rc != 0
+    assert res["error"] == "BusinessChangesPaused" and res["paused"] == ["hypervisor"], res["msg"]
+    assert "stopped by the business changes gate" in res["msg"] and "run the same task again" in res["msg"]
+    assert f"Deployment {ns}/biz: " in res["msg"] and "spec.containers[app].resources.requests.cpu 100m -> 500m" in res["msg"]
+    assert list(_entries(res, ns)) == ["biz"]
+    spec = tfc(api_client)
+    policy = spec["spec"]["gpuPools"][0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+    assert policy["autoUpdateHypervisor"] is False
+    assert spec["metadata"]["annotations"]["ops.tensor-fusion.ai/paused"] == "shared:hypervisor"
+    assert spec["metadata"]["generation"] == generation + 2, "two spec writes: the rollout's and the pause"
+    progress = int(gpupool(api_client)["status"]["componentStatus"].get("hypervisorUpdateProgress") or 0)
+    assert progress < 100
+    assert _written(apps.read_namespaced_deployment("biz", ns)) == biz_version
+    # The same task again (the changes have settled): resumes from where it paused and finishes.
+    tf.set_knobs(api_client, batchGapFloorSeconds=None)
+    task = hv(tag, pct=50)
+    task["rolling_update"].pop("auto_update_hypervisor")
+    run, res = rollout(lab, business_changes={"gate": "pause"}, **task)
+    assert run.rc == 0, res.get("msg")
+    assert res["business_changes"]["changed"] == 0 or not _entries(res, ns)
+    assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
+    assert "ops.tensor-fusion.ai/paused" not in (tfc(api_client)["metadata"].get("annotations") or {})
+
+
 @pytest.mark.parametrize("opts,fragment", [
     ({"cluster": "nope", **hv("4.0.0")}, "TensorFusionCluster nope does not exist; existing: tensor-fusion"),
     ({"pool": "nope", **hv("4.0.0")}, "has no pool 'nope'; its pools are: shared"),
@@ -312,6 +425,9 @@ def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     ({"components": {"hypervisor": {"image": f"{HV}:4.0.0", "pod_template": {"template": {"spec": {
         "containers": [{"image": "x"}]}}}}}, "rolling_update": {"auto_update_hypervisor": True}},
      "template.spec.containers[0]: a container needs a name"),
+    ({"business_changes": {"gate": "pause", "percent": 150}, **hv("4.0.0")},
+     "business_changes.percent: 150 is not a whole number 1-100"),
+    ({"business_changes": {"gate": "stop"}, **hv("4.0.0")}, "got: stop found in business_changes"),
 ])
 def test_bad_input_changes_nothing(lab, api_client, opts, fragment):
     before = written_by_users(tfc(api_client))

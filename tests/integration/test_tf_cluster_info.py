@@ -102,11 +102,13 @@ def test_fragile_business_workload_warnings(lab, api_client, ns):
                  "template": {"metadata": {"labels": labels, "annotations": {
                      "tensor-fusion.ai/tflops-request": "10", "tensor-fusion.ai/vram-request": "1Gi"}},
                      "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
+    _rolled_out(apps, ns, "llm", 1)  # else it is also in the middle of its rollout (another finding)
     res = info(lab)
     mine = sorted(f["code"] for f in res["findings"] if f["object"] == f"deployment/{ns}/llm")
     assert mine == ["WORKLOAD_NO_PDB", "WORKLOAD_NO_READINESS_PROBE", "WORKLOAD_SINGLE_REPLICA"]
     apps.patch_namespaced_deployment("llm", ns, {"spec": {"replicas": 2, "template": {"spec": {
         "containers": [{"name": "c", "readinessProbe": {"tcpSocket": {"port": 80}}}]}}}})
+    _rolled_out(apps, ns, "llm", 2)
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "llm"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llm"}}}}
     from kubernetes.dynamic import DynamicClient
@@ -114,6 +116,34 @@ def test_fragile_business_workload_warnings(lab, api_client, ns):
         .create(body=pdb, namespace=ns)
     res = info(lab)
     assert not [f for f in res["findings"] if f["object"] == f"deployment/{ns}/llm"]
+
+
+def _rolled_out(apps, ns, name, replicas):
+    def done(d):
+        status = d.status
+        return (status.observed_generation or 0) >= d.metadata.generation and \
+            (status.updated_replicas or 0) == replicas == (status.available_replicas or 0) == (status.replicas or 0)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name and done(d), ns,
+             what=f"Deployment {ns}/{name} rolled out to {replicas} available replicas")
+
+
+def test_a_business_workload_in_the_middle_of_its_own_rollout_is_a_warning(lab, api_client, ns):
+    """#37 item 9: a business Deployment whose rollout is not complete (here paused before its first
+    ReplicaSet: 0 of 1 replicas updated) is WORKLOAD_ROLLOUT_IN_PROGRESS, a warning; the same
+    workload without TensorFusion's label is none of the precheck's business."""
+    apps = client.AppsV1Api(api_client)
+    for name, labels in (("mid", {"app": "mid", "tensor-fusion.ai/enabled": "true"}), ("other", {"app": "other"})):
+        apps.create_namespaced_deployment(ns, {"metadata": {"name": name}, "spec": {
+            "replicas": 1, "paused": True, "selector": {"matchLabels": {"app": labels["app"]}},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "c", "image": "registry.lab/llm:1"}]}}}})
+    res = info(lab)
+    found = [f for f in res["findings"] if f["code"] == "WORKLOAD_ROLLOUT_IN_PROGRESS" and ns in f["object"]]
+    assert [f["object"] for f in found] == [f"deployment/{ns}/mid"], res["findings"]
+    assert found[0]["severity"] == "warning"
+    assert f"Deployment {ns}/mid is in the middle of its own rollout (" in found[0]["message"]
+    mine = [w for w in res["data"]["workloads"] if w["namespace"] == ns]
+    assert [(w["name"], bool(w["rollout"])) for w in mine] == [("mid", True)]
 
 
 def test_findings_per_code_counts_what_it_leaves_out(lab, api_client, ns):

@@ -124,3 +124,59 @@ def test_no_lock_finding_for_the_runs_own_lock_a_free_lock_or_none():
     assert findings._lock_findings(_lock_data("alice@b run=y"), "alice@b run=y") == []
     assert findings._lock_findings(_lock_data(None)) == []
     assert findings._lock_findings({"lock": None}) == [] == findings._lock_findings({})
+
+
+def _business(kind, generation=2, observed=2, spec=None, status=None):
+    """A business workload as the API server returns it (its Pod template opts in)."""
+    return {"metadata": {"name": "llm", "namespace": "app", "generation": generation},
+            "spec": dict({"template": {"metadata": {"labels": {"tensor-fusion.ai/enabled": "true"}},
+                                       "spec": {"containers": [{"name": "app", "readinessProbe": {"tcpSocket": {"port": 80}}}]}}},
+                         **(spec or {})),
+            "status": dict({"observedGeneration": observed}, **(status or {}))}
+
+
+DONE = {"Deployment": {"replicas": 3, "updatedReplicas": 3, "availableReplicas": 3},
+        "StatefulSet": {"readyReplicas": 3, "updatedReplicas": 3, "currentRevision": "r1", "updateRevision": "r1"},
+        "DaemonSet": {"desiredNumberScheduled": 4, "updatedNumberScheduled": 4, "numberAvailable": 4}}
+
+
+@pytest.mark.parametrize("kind,obj,detail", [
+    ("Deployment", _business("Deployment", generation=3, observed=2, spec={"replicas": 3}, status=DONE["Deployment"]),
+     "has not yet seen generation 3"),
+    ("Deployment", _business("Deployment", spec={"replicas": 3}, status=dict(DONE["Deployment"], updatedReplicas=1)),
+     "1 of 3 replicas updated"),
+    ("Deployment", _business("Deployment", spec={"replicas": 3}, status=dict(DONE["Deployment"], conditions=[
+        {"type": "Progressing", "reason": "ProgressDeadlineExceeded", "message": "stuck"}])), "exceeded its progress deadline"),
+    ("StatefulSet", _business("StatefulSet", spec={"replicas": 3}, status=dict(DONE["StatefulSet"], readyReplicas=2)),
+     "2 of 3 replicas ready"),
+    ("StatefulSet", _business("StatefulSet", spec={"replicas": 3}, status=dict(DONE["StatefulSet"], updateRevision="r2")),
+     "on revision r2"),
+    ("DaemonSet", _business("DaemonSet", status=dict(DONE["DaemonSet"], updatedNumberScheduled=1)), "1 of 4 Pods updated"),
+])
+def test_a_business_workload_in_the_middle_of_its_rollout_is_a_warning(kind, obj, detail):
+    """The precheck's picture of a business workload (info.slim_workload) says why its rollout is not
+    complete; the finding is a warning, never blocking (a business rollout is the team's own)."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import slim_workload
+    slim = slim_workload(kind)(obj)
+    assert detail in slim["rollout"], slim
+    data = healthy()
+    data["workloads"] = [dict(slim, pdb=True, replicas=2 if kind != "DaemonSet" else None)]
+    found, = findings.builtin_findings(data)
+    assert (found["code"], found["severity"], found["object"]) == (
+        "WORKLOAD_ROLLOUT_IN_PROGRESS", "warning", "%s/app/llm" % kind.lower())
+    assert detail in found["message"] and "let it finish first" in found["message"]
+    # Complete: no rollout, no finding.
+    finished = _business(kind, spec={"replicas": 3} if kind != "DaemonSet" else None, status=DONE[kind])
+    assert slim_workload(kind)(finished)["rollout"] is None
+
+
+def test_a_daemonset_is_judged_by_its_rollout_only_and_other_workloads_are_not_business():
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import slim_workload
+    data = healthy()
+    data["workloads"] = [dict(slim_workload("DaemonSet")(_business("DaemonSet", status=DONE["DaemonSet"])),
+                              readiness_probe=False)]
+    assert data["workloads"][0]["replicas"] is None
+    assert codes(data) == [], "no replica, readinessProbe or PDB finding for a Pod per node"
+    plain = _business("Deployment", status=DONE["Deployment"])
+    plain["spec"]["template"]["metadata"]["labels"] = {"app": "web"}
+    assert slim_workload("Deployment")(plain) is None

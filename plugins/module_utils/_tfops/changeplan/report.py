@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
+# A pool's changes from and to in words (in core: a business workload's are said the same way).
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.values import describe_changes
 
 # A runbook's steps around the pools (lock, precheck, snapshot, chart, verify, report), measured
 # on the lab: the fixed part of a change run (bench/performance.md, part 2).
@@ -125,17 +127,6 @@ def pools_plan(pool_results, pool_updates):
         offset += entry["estimated_seconds"]
         out.append(entry)
     return out
-
-
-def describe_changes(changes):
-    """``hypervisor.image a -> b, batchPercentage 34 -> 17, worker.podTemplate changed`` (a Pod
-    template is named, never shown): what a pool's change or restore sets, from and to."""
-    return ", ".join("%s changed" % c["field"] if c.get("hidden") else
-                     "%s %s -> %s" % (c["field"], _shown(c.get("from")), _shown(c.get("to"))) for c in changes)
-
-
-def _shown(value):
-    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def rotation_would(rotate):

@@ -170,6 +170,15 @@ def _workload_findings(data):
     out = []
     for wl in data["workloads"]:
         obj = "%s/%s/%s" % (wl["kind"].lower(), wl["namespace"], wl["name"])
+        if wl.get("rollout"):
+            # Not blocking: a business rollout is the team's own, and one that never finishes
+            # would hold every maintenance window; but upgrade and scheduling problems would mix.
+            out.append(finding("WORKLOAD_ROLLOUT_IN_PROGRESS", "warning", obj,
+                               "%s %s/%s is in the middle of its own rollout (%s): while TensorFusion's "
+                               "components roll, its scheduling problems and the upgrade's would mix; "
+                               "let it finish first" % (wl["kind"], wl["namespace"], wl["name"], wl["rollout"])))
+        if wl["kind"] == "DaemonSet":
+            continue  # a Pod per node: replicas and disruption budgets are not its kind's
         if wl["replicas"] < 2:
             out.append(finding("WORKLOAD_SINGLE_REPLICA", "warning", obj,
                                "%s %s/%s runs %d replica: a client rollout deletes its Pod and it is down "

@@ -25,11 +25,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube 
     list_column,
     list_pages,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.changes import is_business, template_of
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import rollout_failure, rollout_state
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import (
     TF_CONTROLLER_SELECTOR,
 )
-
-TF_ENABLED = "tensor-fusion.ai/enabled"
 
 
 def _pod_reason(pod):
@@ -95,16 +95,24 @@ def slim_pod(obj):
 
 
 def slim_workload(kind):
+    """A business workload (its Pod template opts in to TensorFusion) as the findings judge it, None
+    for any other; ``rollout``: why its own rollout is not complete (None when it is)."""
     def project(obj):
-        template = (obj.get("spec") or {}).get("template") or {}
-        labels = (template.get("metadata") or {}).get("labels") or {}
-        if labels.get(TF_ENABLED) != "true":
+        if not is_business(obj):
             return None
+        template = template_of(obj)
         containers = (template.get("spec") or {}).get("containers") or []
+        done, detail = rollout_state(kind, obj)
+        detail = rollout_failure(kind, obj) or detail
+        named = "%s %s/%s" % (kind, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if detail.startswith(named):  # the finding names the workload itself
+            detail = detail[len(named):].lstrip(": ")
         return {"kind": kind, "namespace": obj["metadata"]["namespace"], "name": obj["metadata"]["name"],
-                "replicas": int((obj.get("spec") or {}).get("replicas", 1)),
+                # A DaemonSet runs a Pod per node: no replica count of its own.
+                "replicas": None if kind == "DaemonSet" else int((obj.get("spec") or {}).get("replicas", 1)),
                 "readiness_probe": all(c.get("readinessProbe") for c in containers) and bool(containers),
-                "labels": labels, "pdb": False}
+                "rollout": None if done else detail,
+                "labels": (template.get("metadata") or {}).get("labels") or {}, "pdb": False}
     return project
 
 
@@ -266,10 +274,9 @@ class Gatherer:
         return [e for _key, e in sorted(newest, key=lambda item: item[0], reverse=True)]
 
     def _workloads(self):
-        found = self._list("Deployment", slim_workload("Deployment"), api_version="apps/v1",
-                           cached=self.cached) + \
-            self._list("StatefulSet", slim_workload("StatefulSet"), api_version="apps/v1",
-                       cached=self.cached)
+        found = []
+        for kind in ("Deployment", "StatefulSet", "DaemonSet"):
+            found += self._list(kind, slim_workload(kind), api_version="apps/v1", cached=self.cached)
         if not found:
             return []
         try:

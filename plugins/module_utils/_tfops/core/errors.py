@@ -62,6 +62,11 @@ class GateFailed(TfopsError):
     """A batch's health gate failed: the pool was paused before any further node rolled."""
 
 
+class BusinessChangesPaused(TfopsError):
+    """Business workloads changed their Pod templates during the rollout at the scale the
+    business_changes gate pauses at: the pool was paused as at a deadline (resumable)."""
+
+
 class Stalled(TfopsError):
     """Progress did not move for stall_timeout: something (a node, a Pod) is stuck."""
 

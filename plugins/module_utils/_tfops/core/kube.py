@@ -6,6 +6,7 @@ the group), and API errors turned into typed exceptions that name the verb and t
 
 from __future__ import annotations
 
+import copy
 import json
 import ssl
 
@@ -181,6 +182,15 @@ class Kube:
             if not retry.pause(self.retry_deadline, backoff):
                 raise error
 
+    def for_thread(self):
+        """This connection for a helper thread of the task (a watch that runs beside the task's own
+        wait): the same client and discovery, but its own outage record and request count, no
+        retries (the thread's own loop tries again) and no fence (it only reads)."""
+        other = copy.copy(self)
+        other.retry_deadline, other.fence = None, None
+        other.outages, other.requests = retry.Outages(), 0
+        return other
+
     def heals(self, verb, error):
         """Whether a request that failed with ``error`` (typed, or the client's own exception)
         may be sent again, by core/retry.py's rule and the outages seen so far."""
@@ -237,14 +247,17 @@ _TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"
 
 
 def _pages(kube, resource, accept, namespace=None, label_selector=None, field_selector=None,
-           limit=PAGE_SIZE, extra=(), cached=False):
+           limit=PAGE_SIZE, extra=(), cached=False, at=None):
     """Each page of a list (limit/continue) as a decoded dict. ``cached``: one response from the
     API server's watch cache (resourceVersion=0: no etcd read, as fresh as the cache - normally
-    milliseconds behind - and never paginated by the server)."""
+    milliseconds behind - and never paginated by the server). ``at``: the list as it was at that
+    resourceVersion exactly (410 Gone once etcd has compacted it; later pages follow the first)."""
     path = resource.path(namespace=namespace)
     token = None
     while True:
         query = ([("resourceVersion", "0")] if cached else [("limit", limit)]) + list(extra)
+        if at and not token:
+            query += [("resourceVersion", str(at)), ("resourceVersionMatch", "Exact")]
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:
@@ -278,14 +291,16 @@ def list_pages(kube, resource, namespace=None, label_selector=None, field_select
             yield project(item) if project else item
 
 
-def list_versioned(kube, resource, namespace=None, label_selector=None, field_selector=None, cached=False):
+def list_versioned(kube, resource, namespace=None, label_selector=None, field_selector=None, cached=False,
+                   at=None):
     """(every object as a dict, the list's resourceVersion): what a watch starts from.
     Raw JSON pages, not the dynamic client's objects, which cost more to build than the request.
     ``cached``: from the watch cache, as client-go's reflectors list - a list a little behind is
-    made good by the watch that follows it from the list's resourceVersion."""
+    made good by the watch that follows it from the list's resourceVersion. ``at``: as it was at
+    that resourceVersion (see _pages)."""
     items, version = [], None
     for page in _pages(kube, resource, "application/json", namespace, label_selector, field_selector,
-                       cached=cached):
+                       cached=cached and not at, at=at):
         if version is None:  # later pages are served from the first page's snapshot
             version = (page.get("metadata") or {}).get("resourceVersion")
         items.extend(page.get("items") or [])

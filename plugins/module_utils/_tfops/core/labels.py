@@ -17,3 +17,7 @@ def selector_terms(labels):
 
 # The API group of TensorFusion's own resources (TensorFusionCluster, GPUPool, GPUNode, GPU).
 TF_GROUP = "tensor-fusion.ai"
+
+# A Pod (and a workload's Pod template) opts in to TensorFusion with this label set to "true":
+# a business workload (docs/operator-behaviour.md 6).
+TF_ENABLED = "tensor-fusion.ai/enabled"

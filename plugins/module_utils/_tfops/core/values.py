@@ -115,3 +115,15 @@ def pruned(value):
     if isinstance(value, dict):
         return dict((k, pruned(v)) for k, v in value.items() if v is not None)
     return value
+
+
+def describe_changes(changes):
+    """``hypervisor.image a -> b, batchPercentage 34 -> 17, worker.podTemplate changed`` (a Pod
+    template is named, never shown): what a change or restore sets, from and to, of
+    ``[{field, from, to} or {field, hidden: true}]``."""
+    return ", ".join("%s changed" % c["field"] if c.get("hidden") else
+                     "%s %s -> %s" % (c["field"], _shown(c.get("from")), _shown(c.get("to"))) for c in changes)
+
+
+def _shown(value):
+    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

@@ -24,12 +24,13 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube 
 )
 
 try:
+    from kubernetes import watch as _watch
     from kubernetes.client.rest import ApiException
     from kubernetes.dynamic.exceptions import DynamicApiError
     from urllib3.exceptions import HTTPError as _Urllib3Error
     _CONNECTION_ERRORS = (_Urllib3Error, ConnectionError, OSError)
 except ImportError:  # reported by require_kubernetes()
-    ApiException = DynamicApiError = None
+    _watch = ApiException = DynamicApiError = None
     _CONNECTION_ERRORS = (ConnectionError, OSError)
 
 # A server-side watch is cut after this long so that a silent connection cannot outlive it.
@@ -63,6 +64,8 @@ class ObjectWatcher:
         self.resource_version = None
         self.requests = 0
         self.events = 0
+        self._current = None  # the watch being followed (interrupt() ends it)
+        self._interrupted = False
         self.desc = "%s%s%s" % (resource.name, " in %s" % namespace if namespace else "",
                                 " (%s)" % (self.field_selector or self.label_selector)
                                 if (self.field_selector or self.label_selector) else "")
@@ -77,10 +80,11 @@ class ObjectWatcher:
     def _stream(self, seconds):
         """Yield once per change until the server closes the watch after ``seconds``."""
         self.requests += 1
+        self._current = _watch.Watch() if _watch is not None else None
         watcher = self.kube.dynamic.watch(
             self.resource, namespace=self.namespace, label_selector=self.label_selector,
             field_selector=self.field_selector, resource_version=self.resource_version,
-            timeout=max(1, int(seconds)))
+            timeout=max(1, int(seconds)), watcher=self._current)
         for event in watcher:
             kind = event["type"]
             obj = event["raw_object"]
@@ -98,6 +102,15 @@ class ObjectWatcher:
             else:
                 self.objects[_key(obj)] = obj
             yield kind
+
+    def interrupt(self):
+        """From another thread of the task (a watch beside this wait whose news cannot wait): end
+        the watch being followed now, so that ``check`` runs at once. A client whose Watch.stop()
+        cannot break off a read ends it at its next event or at the wait's next wakeup."""
+        self._interrupted = True
+        current = self._current
+        if current is not None:
+            current.stop()
 
     def wait(self, check, deadline, on_change=None, wakeup=None):
         """Until ``check(objects)`` returns (True, detail); return that detail.
@@ -154,19 +167,23 @@ class ObjectWatcher:
                 backoff.reset()
                 self.kube.outages.recovered()
             except (ApiException, DynamicApiError, ApiError) as exc:
-                status = getattr(exc, "status", None)
-                if status == 410:  # the resourceVersion expired: start again from a list
-                    self.resource_version = None
-                elif self.kube.heals("watch", exc):
-                    self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
-                else:
-                    raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
+                if not self._interrupted:
+                    status = getattr(exc, "status", None)
+                    if status == 410:  # the resourceVersion expired: start again from a list
+                        self.resource_version = None
+                    elif self.kube.heals("watch", exc):
+                        self._outage(exc, deadline, backoff)  # resumes from the last resourceVersion
+                    else:
+                        raise exc if isinstance(exc, ApiError) else api_error(exc, "watch", self.resource.name)
             except _CONNECTION_ERRORS as exc:
                 # The API server went away (restart, failover): back off, then resume the watch
-                # from the last resourceVersion (a 410 then says to list again).
-                if not may_resend("watch", exc):
-                    raise unreachable(self.kube.server, "watch", self.resource.name, exc)
-                self._outage(exc, deadline, backoff, unreachable=True)
+                # from the last resourceVersion (a 410 then says to list again). A watch that
+                # interrupt() broke off is no outage.
+                if not self._interrupted:
+                    if not may_resend("watch", exc):
+                        raise unreachable(self.kube.server, "watch", self.resource.name, exc)
+                    self._outage(exc, deadline, backoff, unreachable=True)
+            self._interrupted = False
             if not done and self.resource_version is not None and \
                     time.monotonic() - last_list <= RESYNC_SECONDS:
                 # No list comes next: check again anyway (a wakeup ends a quiet watch for this).

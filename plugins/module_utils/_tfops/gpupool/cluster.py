@@ -15,6 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
+    BusinessChangesPaused,
     InvalidInput,
     RolloutFailed,
     Stalled,
@@ -108,11 +109,14 @@ def with_paused_marker(tfc, pool, components):
 
 
 class PoolObserver:
-    """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods."""
+    """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods.
+    ``since`` (an aware datetime): when the rollout began; a diagnosis attaches no Warning Event
+    older than that to a stuck node (a node that was NotReady long before says nothing about it)."""
 
-    def __init__(self, kube, gpupool, namespace=OPERATOR_NAMESPACE):
+    def __init__(self, kube, gpupool, namespace=OPERATOR_NAMESPACE, since=None):
         self.kube = kube
         self.gpupool = gpupool
+        self.since = since
         self.namespace = namespace or OPERATOR_NAMESPACE
         self.pools = kube.resource("GPUPool", group=TF_GROUP)
         self.nodes = kube.resource("GPUNode", group=TF_GROUP)
@@ -175,27 +179,46 @@ class PoolObserver:
         why it cannot create a Pod (an API refusal, a bad image) there, not in the pool status."""
         if not node_names:
             return {}
-        wanted = set(node_names) | set("hypervisor-%s" % n for n in node_names)
         try:
             events = list(list_pages(self.kube, self.kube.resource("Event", api_version="v1"),
                                      field_selector="type=Warning"))
         except ApiError:
             return {}  # a diagnosis is best effort: the stall itself is the error
-        found = {}
-        for event in events:
-            name = (event.get("involvedObject") or {}).get("name")
-            if name not in wanted:
-                continue
-            node = name[len("hypervisor-"):] if name.startswith("hypervisor-") and name not in node_names else name
-            when = event.get("lastTimestamp") or event.get("eventTime") or \
-                (event.get("metadata") or {}).get("creationTimestamp") or ""
-            found.setdefault(node, []).append((when, "%s %s: %s" % (
-                (event.get("involvedObject") or {}).get("kind"), event.get("reason"), event.get("message"))))
-        return dict((node, [text for _when, text in sorted(items, reverse=True)[:3]])
-                    for node, items in found.items())
+        return node_events(events, node_names, self.since)
 
     def node_counts(self, image=None):
         return count_nodes(self.gpunodes(), self.hypervisor_pods(), image)
+
+
+def event_time(event):
+    """When an Event last happened (its lastTimestamp, eventTime or creation), or None."""
+    when = event.get("lastTimestamp") or event.get("eventTime") or \
+        (event.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return parse_time(when) if when else None
+    except InvalidInput:
+        return None
+
+
+def node_events(events, node_names, since=None, newest=3):
+    """{GPUNode: [its ``newest`` Warning Events and its hypervisor Pod's, as text]} - only those
+    that happened at ``since`` (an aware datetime) or later: an Event from before the rollout (a
+    node that was NotReady an hour earlier) would point at a cause that is not this one's."""
+    since = since.replace(microsecond=0) if since is not None else None  # Events carry whole seconds
+    wanted = set(node_names) | set("hypervisor-%s" % n for n in node_names)
+    found = {}
+    for event in events:
+        name = (event.get("involvedObject") or {}).get("name")
+        if name not in wanted:
+            continue
+        when = event_time(event)
+        if since is not None and (when is None or when < since):
+            continue
+        node = name[len("hypervisor-"):] if name.startswith("hypervisor-") and name not in node_names else name
+        found.setdefault(node, []).append((micro_time(when) if when else "", "%s %s: %s" % (
+            (event.get("involvedObject") or {}).get("kind"), event.get("reason"), event.get("message"))))
+    return dict((node, [text for _when, text in sorted(items, reverse=True)[:newest]])
+                for node, items in found.items())
 
 
 def ready_seconds(pod):
@@ -238,8 +261,11 @@ class RolloutWait:
     Pods end its rollout's wait (workloads/restart.py): a Secret rotation's pool roll fails as
     fast as a Deployment's."""
 
-    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100, pods_fail_after=None):
+    def __init__(self, observer, trackers, stall_timeout=None, until_progress=100, pods_fail_after=None,
+                 business=None):
         self.observer = observer
+        # workloads/business.BusinessWatch: with gate pause, changes at its scale end the wait
+        self.business = business
         self.trackers = trackers
         self.stall_timeout = stall_timeout
         self.until_progress = until_progress
@@ -257,6 +283,10 @@ class RolloutWait:
         pool = objects.get((None, self.observer.gpupool))
         if pool is None:
             raise InvalidInput("GPUPool %s was deleted during the rollout" % self.observer.gpupool)
+        reached = self.business.pause_reached() if self.business is not None else None
+        if reached:
+            raise BusinessChangesPaused("rollout of GPUPool %s stopped by the business changes gate: %s" % (
+                self.observer.gpupool, reached), timeline=self.timeline)
         self.pool = pool
         all_done = True
         for tracker in self.trackers:

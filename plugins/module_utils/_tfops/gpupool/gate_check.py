@@ -16,25 +16,14 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.label
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
-    GateFailed,
-    InvalidInput,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import event_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import GateFailed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 
 # The Pods and Events are read again this often during a bake (the GPUs are watched).
 SAMPLE_SECONDS = 5.0
-
-
-def _event_time(event):
-    when = event.get("lastTimestamp") or event.get("eventTime") or \
-        (event.get("metadata") or {}).get("creationTimestamp")
-    try:
-        return parse_time(when) if when else None
-    except InvalidInput:
-        return None
 
 
 class BatchGate:
@@ -66,7 +55,7 @@ class BatchGate:
                                                       label_selector="tensor-fusion.ai/enabled=true")
                                 if (p.get("spec") or {}).get("nodeName") in nodes]
             state["events"] = [e for e in list_pages(self.kube, self.events, field_selector="type=Warning")
-                               if (_event_time(e) or since) >= since]
+                               if (event_time(e) or since) >= since]
             state["sampled"] = time.monotonic()
 
         def check(objects):

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpupool_rollout's argument spec of its nested options (components, rolling_update, gates),
-written once: the module takes them, and a runbook's tfops_pools and tfops_gates are checked
-against the same spec before anything is written (runbook/inputs.py)."""
+"""gpupool_rollout's argument spec of its nested options (components, rolling_update, gates,
+business_changes), written once: the module takes them, and a runbook's tfops_pools, tfops_gates
+and tfops_business_change_* are checked against the same spec before anything is written
+(runbook/inputs.py)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,15 @@ GATE_OPTIONS = dict(
     prometheus=dict(type="list", elements="dict", default=[], options=dict(
         url=dict(type="str", required=True), query=dict(type="str", required=True),
         min=dict(type="float"), max=dict(type="float"), **_CLIENT)),
+)
+
+
+# Business workloads' Pod templates changed while the pool rolls (workloads/changes.py): the gate.
+BUSINESS_CHANGE_OPTIONS = dict(
+    gate=dict(type="str", default="warn", choices=["off", "warn", "pause"]),
+    workloads=dict(type="int"),
+    percent=dict(type="int"),
+    since=dict(type="dict"),
 )
 
 

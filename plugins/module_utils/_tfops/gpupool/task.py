@@ -14,10 +14,19 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.gate_check import GatedBatches
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, refuse_passed, utcnow
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import (
+    Deadline,
+    micro_time,
+    parse_time,
+    refuse_passed,
+    utcnow,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    BusinessChangesPaused,
+    Forbidden,
     GateFailed,
     InvalidInput,
+    TfopsError,
     WaitTimeout,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
@@ -32,6 +41,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     with_paused_marker,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business_rules
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.business import BusinessWatch
 
 
 def pauses_at_deadline(params):
@@ -58,6 +69,12 @@ def validate(params):
                             or params["wait_until_progress"] != 100):
         raise InvalidInput("gates judge every batch of a rollout this task waits for to the end: "
                            "they need wait: true, state: present and wait_until_progress: 100")
+    business = params.get("business_changes")
+    # None (a Task of another module, such as a rotation's pool roll): not watched.
+    params["business_since"] = (business or {}).get("since") or None
+    params["business_changes"] = business_rules.check_spec(business) if business is not None else None
+    params["started_at"] = parse_time(params["rollout_started"], "rollout_started") \
+        if params.get("rollout_started") else utcnow()
     return deadline
 
 
@@ -157,7 +174,8 @@ class RolloutTask(Task):
                 "it is written, but the operator starts no rollout for it and none is waited for"
                 % entry_name)
         spec_changed = new != template or new_marker != marker
-        observer = PoolObserver(self.kube, gpupool, params.get("namespace"))
+        started = params.get("started_at") or utcnow()
+        observer = PoolObserver(self.kube, gpupool, params.get("namespace"), since=started)
         pool = observer.read_pool()
         waits = self._components_to_wait(pool, new, changed, observer)
         policy = rollout.policy_of(new)
@@ -177,7 +195,10 @@ class RolloutTask(Task):
                   # What the change sets, from and to (a plan says it; Pod templates only named).
                   "spec_changes": rollout.field_changes(rollout.pool_view(template), rollout.pool_view(new)),
                   "components": dict((c, {"before_hash": rollout.component_status(pool, c)[0]})
-                                     for c in rollout.COMPONENTS)}
+                                     for c in rollout.COMPONENTS),
+                  # When the rollout began (a later batch call is given it back) and the business
+                  # workloads changed meanwhile (null when not watched).
+                  "started": micro_time(started), "business_changes": None}
         if self.deadline.bounded and changed and result["estimated_seconds"] > self.deadline.remaining():
             self.warnings.append("the rollout is estimated at %ss but only %ds remain before the %s" % (
                 result["estimated_seconds"], self.deadline.remaining(), self.deadline.reason))
@@ -193,24 +214,73 @@ class RolloutTask(Task):
                               "this point: run the same task again to resume and finish" % (
                                   params["deadline"], ", ".join(waits)), paused=waits)
         watcher = start_watch(self.kube, gpupool)  # before the write: no event is missed
+        # Also before the write: a gate that cannot see the business workloads writes nothing.
+        business = self._business_watch(watcher) if params["wait"] and waits else None
         before = watcher.objects.get((None, gpupool)) or pool
         trackers = [rollout.CampaignTracker(c, before, changed=c in changed) for c in waits]
         held = bool(gate) and hold > interval
         # The hold is the gates' alone: afterwards the pool keeps the interval it asked for.
         restore = (lambda t: _with_interval(t, rollout.policy_of(new).get("batchInterval"))) if held else None
         gated = GatedBatches(self.kube, observer, gate, utcnow()) if gate else None
-        if spec_changed or held:
-            def change(template):
-                new_template = plan_change(params, template, marker, self.template_change)[0]
-                return _with_interval(new_template, hold) if held else new_template
-            editor.update(pool_entry_transform(entry_name, change))
-            if new_marker != marker:
-                editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
-            result["changed"] = True
-        if not params["wait"] or not waits:
-            return self._finish(result, observer.read_pool(), [], None)
+        closed = []  # the business changes' summary, once their watch is stopped
+        try:
+            if spec_changed or held:
+                def change(template):
+                    new_template = plan_change(params, template, marker, self.template_change)[0]
+                    return _with_interval(new_template, hold) if held else new_template
+                editor.update(pool_entry_transform(entry_name, change))
+                if new_marker != marker:
+                    editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
+                result["changed"] = True
+            if not params["wait"] or not waits:
+                return self._finish(result, observer.read_pool(), [], None)
+            done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
+                              waits, pct, restore)
+        except TfopsError as exc:
+            if business is not None:
+                closed.append(self._close_business(business, gpupool))
+                exc.details["business_changes"] = closed[0]
+            raise
+        finally:
+            if business is not None and not closed:
+                closed.append(self._close_business(business, gpupool))
+        result["business_changes"] = closed[0] if closed else None
+        return done
+
+    def _business_watch(self, watcher):
+        """The business workloads' Pod templates followed while the pool rolls (None: gate off, or
+        not for this task); with gate pause, changes at its scale interrupt the rollout's wait."""
+        spec = self.params.get("business_changes")
+        if self.check_mode or not spec or spec["gate"] == "off":
+            return None
+        business = BusinessWatch(self.kube, spec, self.params.get("business_since"),
+                                 on_pause=watcher.interrupt if spec["gate"] == "pause" else None)
+        try:
+            business.start()
+        except Forbidden as exc:
+            if spec["gate"] == "pause":
+                raise InvalidInput(
+                    "business_changes: gate pause cannot see the business workloads (%s); nothing was "
+                    "written: grant list and watch of deployments, statefulsets and daemonsets in every "
+                    "namespace (roles/rbac/files upgrade.yml), or set the gate to warn or off" % exc.msg)
+            self.warnings.append("business workloads' Pod templates are not watched during this rollout "
+                                 "(%s): changes to them are not recorded" % exc.msg)
+            return None
+        return business
+
+    def _close_business(self, business, gpupool):
+        """Stop following the business workloads; their changes (also in a warning with gate warn)."""
+        business.stop()
+        warning = business.warning("during the rollout of GPUPool %s" % gpupool)
+        if warning:
+            self.warnings.append(warning)
+        self.warnings.extend(business.new_unseen())
+        return business.summary(ended=micro_time(utcnow()))
+
+    def _wait(self, result, editor, entry_name, observer, watcher, trackers, gated, business, waits, pct, restore):
+        params = self.params
         waiter = RolloutWait(observer, trackers, params.get("stall_timeout"),
-                             params["wait_until_progress"], self.pods_fail_after)
+                             params["wait_until_progress"], self.pods_fail_after, business=business)
         result["gates"] = gated.verdicts if gated else None
         try:
             if gated:
@@ -218,6 +288,13 @@ class RolloutTask(Task):
             waiter.run(watcher, self.deadline)
         except GateFailed as exc:
             self._gate_failed(exc, editor, entry_name, gated, waiter, restore)
+        except BusinessChangesPaused as exc:
+            # As at a deadline (resumable): the pool's own interval back with the pause.
+            self._pause(editor, entry_name, waits, restore)
+            exc.msg += ("; paused %s (autoUpdate false) at this point: run the same task again to "
+                        "resume and finish once the business changes have settled" % ", ".join(waits))
+            exc.details["paused"] = waits
+            raise
         except WaitTimeout as exc:
             if params["on_deadline"] == "pause":
                 self._pause(editor, entry_name, waits, restore)
@@ -227,7 +304,7 @@ class RolloutTask(Task):
             raise
         counts = None
         if params["wait_until_progress"] >= 100:
-            self._wait_pool_running(watcher, gpupool)
+            self._wait_pool_running(watcher, observer.gpupool)
             if "hypervisor" in waits:
                 counts = self._wait_hypervisors(observer, self._hypervisor_image())
         if gated:
