@@ -388,10 +388,10 @@ extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
   - tensorfusion.ops.wait
+  - tensorfusion.ops.wait.TIMEOUT
   - tensorfusion.ops.fence
 attributes:
   check_mode:
-    support: full
     details: Writes nothing; returns the diff, the batches and an estimated duration.
   diff_mode:
     support: full

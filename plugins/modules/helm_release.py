@@ -285,6 +285,7 @@ extends_documentation_fragment:
   - tensorfusion.ops.helm
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
+  - tensorfusion.ops.wait.TIMEOUT
 attributes:
   check_mode:
     details: Renders against the API server with a server-side dry run and returns the values and manifest diff; writes nothing.

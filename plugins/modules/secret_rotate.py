@@ -153,6 +153,7 @@ extends_documentation_fragment:
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
+  - tensorfusion.ops.wait.TIMEOUT
 attributes:
   check_mode:
     details: Lists the consumers found and what would be created, repointed, restarted and deleted.

@@ -141,18 +141,9 @@ options:
         type: str
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
   - tensorfusion.ops.retry
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    details: Changes nothing, so there is nothing to diff.
-  idempotent:
-    support: full
-    details: Only reads.
 requirements:
   - jmespath (for O(rules))
 author:

@@ -70,6 +70,7 @@ extends_documentation_fragment:
   - tensorfusion.ops.auth
   - tensorfusion.ops.fence
   - tensorfusion.ops.wait
+  - tensorfusion.ops.wait.TIMEOUT
 attributes:
   check_mode:
     details: Reports which workloads would restart; writes nothing.
