@@ -201,7 +201,8 @@ status:
       the precheck found blocking findings, or the estimate ends after the window's deadline; the
       record's C(plan.blocking) says which); a blocked plan is a failed run (RV(failed_run)).
     - The outcome of a run - V(succeeded) (changed and verified), V(unchanged), V(rolled_back), V(rollback_failed),
-      V(resumable) (a deadline paused pools mid-rollout) or V(failed) (with no rollback, or with a
+      V(resumable) (a deadline, or the business changes gate of
+      M(tensorfusion.ops.gpupool_rollout), paused pools mid-rollout) or V(failed) (with no rollback, or with a
       rollback that refused its snapshot before writing anything - C(refused) in the
       M(tensorfusion.ops.helm_release) result, then the record's C(rollback.refused) is true; the
       record's C(changed) says whether anything had been written).
@@ -214,7 +215,7 @@ failed_run:
   type: bool
   sample: false
 resumable:
-  description: Whether running again finishes the work (pools paused by the deadline).
+  description: Whether running again finishes the work (pools paused by the deadline or the business changes gate).
   returned: always
   type: bool
   sample: false
@@ -278,6 +279,10 @@ record:
     - The JSON record. Besides the steps, versions, pools and findings it holds C(warnings) (each
       C({step, msg})) and C(lock) - whether this run held the maintenance lock, whether it was
       released and, when not, C(held_until), the time it expires by itself.
+    - Each of its C(pools) holds C(business_changes) - the business workloads whose Pod templates
+      changed during that pool's rollout, from M(tensorfusion.ops.gpupool_rollout)'s result of the
+      same name (each change's workload and fields from and to), or null when nothing was watched.
+      C(business_paused) lists the pools that its gate V(pause) paused.
   returned: always
   type: dict
 """

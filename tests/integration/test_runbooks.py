@@ -9,6 +9,7 @@ import select
 import stat
 import threading
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -276,19 +277,30 @@ def test_a_failed_health_gate_stops_at_the_first_batch_and_rolls_back(rb, api_cl
     settle(api_client)
 
 
-def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client, at_2_17_0):
+def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, lab, api_client, at_2_17_0, ns):
     """kube-apiserver stopped for 30 s while upgrade.yml follows the pool's rollout: the run
     succeeds with one write of the pool, its report says changed and records the outage as a
     warning of the pools step, and the lock is given back. (A 5 s outage takes the same path in
-    gpupool_rollout, where test_gpupool_rollout.py covers it.)"""
+    gpupool_rollout, where test_gpupool_rollout.py covers it.) Before the outage a business
+    Deployment's requests and a Secret-like env value change (#37 item 9): the report's pool
+    record and its text name the change, requests from and to, never the env value."""
     seconds = 30
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
     generation = tfc(api_client)["metadata"]["generation"]
     image = HV + "2.17.%d" % seconds
+    apps, token = client.AppsV1Api(api_client), "tok-" + uuid.uuid4().hex
+    apps.create_namespaced_deployment(ns, {"metadata": {"name": "biz"}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": "biz"}},
+        "template": {"metadata": {"labels": {"app": "biz", "tensor-fusion.ai/enabled": "true"}}, "spec": {
+            "containers": [{"name": "app", "image": "registry.lab/biz:1", "resources": {"requests": {"cpu": "1"}},
+                            "env": [{"name": "API_TOKEN", "value": token + "-old"}]}]}}}})
     try:
         job = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, image[len(HV):]))
         try:
             wait_pool(api_client, pool_progress_at_least(20), timeout=300)
+            apps.patch_namespaced_deployment("biz", ns, {"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "resources": {"requests": {"cpu": "3"}},
+                 "env": [{"name": "API_TOKEN", "value": token + "-new"}]}]}}}})
             cluster.outage(lab["state_dir"], seconds)
         finally:
             run = job.finish(timeout=900)
@@ -303,6 +315,16 @@ def test_an_api_server_outage_in_the_pools_step_is_ridden_out_and_reported(rb, l
     assert tfc(api_client)["metadata"]["generation"] == generation + 1, "one write of the pool"
     assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == image
     assert rec["lock"]["released"] is True and lease_holder(api_client) is None
+    business = rec["pools"][0]["business_changes"]
+    mine, = [e for e in business["changes"] if e["namespace"] == ns]
+    assert {"field": "spec.containers[app].resources.requests.cpu", "from": "1", "to": "3"} in mine["fields"]
+    assert {"field": "spec.containers[app].env", "hidden": True} in mine["fields"]
+    said = (f"Deployment {ns}/biz: ", "spec.containers[app].resources.requests.cpu 1 -> 3")
+    markdown = Path(rep["dir"], "report.md").read_text()
+    assert all(part in markdown for part in said), markdown
+    assert [w for w in rec["warnings"] if w["step"] == "pools" and all(part in w["msg"] for part in said)], rec["warnings"]
+    for text in [run.stdout, run.stderr] + [p.read_text() for p in Path(rep["dir"]).iterdir()]:
+        assert token not in text
     settle(api_client)
 
 

@@ -357,3 +357,42 @@ def test_an_upgrade_rolled_back_keeps_its_pool_timeline_and_says_what_the_rollba
     assert max(e["progress"] for e in pool["timeline"]) == 100  # the pools step's own (it reached 100 here)
     assert all(e["time"] != "2026-11-29T02:01:10Z" for e in pool["timeline"]), "the rollback's campaign is not drawn over it"
     assert pool["restored"][0] == {"field": "batchPercentage", "from": 34, "to": 17}
+
+
+BUSINESS = {"gate": "pause", "workloads": None, "percent": None, "started": T0, "ended": "2026-11-29T02:00:58Z",
+            "business_workloads": 4, "changed": 1, "share": 25, "reached": True, "warned": 0,
+            "changes": [{"kind": "Deployment", "namespace": "shop", "name": "api", "change": "changed", "writes": 1,
+                         "fields": [{"field": "spec.containers[app].resources.requests.cpu", "from": "100m", "to": "2"},
+                                    {"field": "spec.containers[app].env", "hidden": True}]}],
+            "unseen": [], "resource_versions": {"Deployment": "42"}}
+
+
+def test_business_changes_are_in_the_pool_record_and_a_gate_pause_is_said():
+    params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "stopped by the business changes gate"})
+    first = pool_result([("2026-11-29T02:00:51Z", 20)])
+    first["business_changes"] = dict(BUSINESS, changes=[], changed=0, share=0, reached=False)
+    failed = {"failed": True, "msg": "rollout of GPUPool tensor-fusion-shared stopped by the business changes gate",
+              "error": "BusinessChangesPaused", "paused": ["hypervisor"], "task_pool": "shared",
+              "business_changes": BUSINESS}
+    params["results"]["pools"] = [first, failed]
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    pool, = rec["pools"]
+    assert pool["business_changes"]["changes"] == BUSINESS["changes"]  # the last call's: the whole rollout
+    assert "resource_versions" not in pool["business_changes"]
+    assert rec["status"] == "resumable" and rec["business_paused"] == ["shared"]
+    line = report.summary_line(rec)
+    assert "the business changes gate paused pools shared" in line and "1 of 4 business workloads, 25%" in line
+    assert "window" not in line
+    markdown = report_render.render_markdown(rec)
+    assert "Deployment shop/api: spec.containers[app].resources.requests.cpu 100m -> 2" in markdown
+    assert "business workloads changed during the rollout: 1 of 4 (25%), gate pause, reached" in markdown
+    html = report_render.render_html(rec)
+    assert "Deployment shop/api: spec.containers[app].resources.requests.cpu 100m -&gt; 2" in html
+
+
+def test_a_window_pause_is_not_said_to_be_the_business_gate():
+    params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "deadline"})
+    params["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], failed=True, paused=["hypervisor"])]
+    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["business_paused"] == [] and rec["pools"][0]["business_changes"] is None
+    assert "the window ended mid-rollout" in report.summary_line(rec)

@@ -38,6 +38,12 @@ def problems(playbook, **given):
     ("upgrade", dict(tfops_gates={"bake_secs": 3}), "tfops_gates: unknown key bake_secs. Supported parameters include"),
     ("upgrade", dict(tfops_gates={"bake_seconds": "soon"}), "tfops_gates: argument 'bake_seconds' is of type str"),
     ("upgrade", dict(tfops_gates={"http": [{"url": "ftp://x"}]}), "tfops_gates.http url must be an http"),
+    # gpupool_rollout's business_changes spec, then the gate's own rules, under the variables' names.
+    ("upgrade", dict(tfops_business_change_gate="stop"), "tfops_business_change_gate: value of gate must be one of: off, warn, pause"),
+    ("upgrade", dict(tfops_business_change_workloads="many"), "tfops_business_change_workloads: argument 'workloads' is of type str"),
+    ("upgrade", dict(tfops_business_change_workloads=0), "tfops_business_change_workloads: 0 is not a whole number of 1 or more"),
+    ("upgrade", dict(tfops_business_change_percent="150"), "tfops_business_change_percent: 150 is not a whole number 1-100"),
+    ("upgrade", dict(tfops_business_change_gate=True), "tfops_business_change_gate: value of gate must be one of"),
     ("upgrade", dict(tfops_values="notadict"), "tfops_values: a string, not a mapping"),
     ("upgrade", dict(tfops_values=["a"]), "tfops_values: a list, not a mapping"),
     ("upgrade", dict(tfops_region="mars"), "tfops_region: 'mars' is not one of international, cn"),
@@ -137,11 +143,13 @@ def test_every_problem_is_reported_at_once():
                      tfops_pools="shared, other", tfops_gates={"bake_seconds": 30},
                      tfops_helm_extra_args="--history-max=20", tfops_values={"a": {"b": 1}},
                      tfops_window_cron=["0 2 * * 6,0"], tfops_window_duration="4h",
-                     tfops_window_timezone="Europe/Berlin")),
+                     tfops_window_timezone="Europe/Berlin", tfops_business_change_gate="pause",
+                     tfops_business_change_workloads="3", tfops_business_change_percent=25)),
     ("upgrade", dict(tfops_chart_version=">=1.8.0 <2", tfops_chart_repo="", tfops_region="international")),
     ("upgrade", dict(tfops_chart_version="~1.8", tfops_window_start="2026-12-01T02:00:00", tfops_window_end="2026-12-01T04:00:00")),
     # Blank is unset (an AWX survey's empty answer).
-    ("upgrade", dict(tfops_batch_percentage="", tfops_on_deadline="", tfops_gates="", tfops_values="")),
+    ("upgrade", dict(tfops_batch_percentage="", tfops_on_deadline="", tfops_gates="", tfops_values="",
+                     tfops_business_change_gate="", tfops_business_change_percent="")),
     ("upgrade", dict(tfops_pools=[{"name": "shared", "cluster": "tensor-fusion", "components": {"hypervisor": {
         "image": "a/b:1", "pod_template": {"template": {"spec": {"containers": [{"name": "c", "env": []}]}}}}},
         "rolling_update": {"batch_percentage": 50, "auto_update_hypervisor": True}}])),
@@ -150,6 +158,7 @@ def test_every_problem_is_reported_at_once():
         {"kind": "Deployment", "name": "controller"},
         {"kind": "TensorFusionCluster", "pool": "shared", "component": "hypervisor"}])),
     ("precheck", dict(tfops_precheck_downgrade_codes="WORKLOAD_NO_PDB")),
+    ("upgrade", dict(tfops_business_change_gate=False)),  # off unquoted in YAML
 ])
 def test_good_inputs_pass(playbook, given):
     assert problems(playbook, **given) == []

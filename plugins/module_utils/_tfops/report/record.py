@@ -127,6 +127,23 @@ def lock_state(taken, release):
                 msg=release.get("msg") if isinstance(release, dict) else NOT_RELEASED_YET)
 
 
+def business_paused(pool_results):
+    """Pools that the business changes gate paused (gpupool_rollout business_changes gate pause)."""
+    return [r.get("task_pool") or r.get("pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
+            for r in _as_list(pool_results)
+            if isinstance(r, dict) and r.get("failed") and r.get("error") == "BusinessChangesPaused"]
+
+
+def business_record(summary):
+    """A pool's business changes as the report keeps them (gpupool_rollout's business_changes
+    without where its watch stopped); None when nothing was watched."""
+    if not isinstance(summary, dict):
+        return None
+    return dict((k, summary.get(k)) for k in (
+        "gate", "workloads", "percent", "started", "ended", "business_workloads", "changed", "share",
+        "reached", "changes", "unseen"))
+
+
 def paused_pools(pool_results):
     """Pools that a deadline paused mid-rollout (gpupool_rollout on_deadline=pause)."""
     return [r.get("pool") or r.get("task_pool") or r.get("invocation", {}).get("module_args", {}).get("pool")
@@ -228,7 +245,7 @@ def pool_progress(pool_results):
             continue
         entry = pools.setdefault(name, {"pool": r.get("pool"), "gpupool": r.get("gpupool"), "cluster": r.get("cluster"),
                                         "components": {}, "timeline": [], "nodes": {}, "paused": [],
-                                        "gates": []})
+                                        "gates": [], "business_changes": None})
         for key in ("pool", "gpupool", "cluster"):
             entry[key] = entry[key] or r.get(key)
         entry["gpupool"] = entry["gpupool"] or name
@@ -244,6 +261,8 @@ def pool_progress(pool_results):
         entry["paused"] = sorted(set(entry["paused"]) | set(r.get("paused") or []) |
                                  set(r.get("gate_paused") or []))
         entry["gates"].extend(g for g in r.get("gates") or [] if isinstance(g, dict))
+        # Each call's business changes count from the rollout's start: the last call's are all.
+        entry["business_changes"] = business_record(r.get("business_changes")) or entry["business_changes"]
         if "restored" in r:  # a rollback's restore of the pool (restored_pools)
             entry["restored"] = r["restored"]
     out = []
@@ -358,6 +377,8 @@ def build_record(params, ended):
         "snapshot": snapshot_summary(params.get("snapshot")),
         "pools": with_restored_pools(pool_progress(results.get("pools")), restored_pools(rollback) if rollback_ran else []),
         "paused_pools": paused,
+        # Of those, the pools the business changes gate paused (not a window's end).
+        "business_paused": business_paused(results.get("pools")),
         "rollback": {"ok": False, "refused": True, "target_revision": None, "method": None,
                      "msg": rollback_message(rollback, steps)} if refused else None if not rollback_ran else {
             "ok": rollback_ok, "refused": False, "target_revision": rollback.get("target_revision"),
@@ -401,6 +422,17 @@ def as_plan(record, results):
                        for p in record["plan"]["pools"]]
 
 
+def business_verdict(record):
+    """``2 of 5 business workloads, 40 %`` over the pools the business changes gate paused."""
+    texts = []
+    for pool in record.get("pools") or []:
+        summary = pool.get("business_changes") or {}
+        if summary.get("reached") and summary.get("gate") == "pause":
+            texts.append("%s of %s business workloads, %s%%" % (
+                summary.get("changed"), summary.get("business_workloads"), summary.get("share")))
+    return "; ".join(texts) or "see the error"
+
+
 def chart_versions(record):
     """" (chart 1.8.6 -> 1.8.7)", " (chart 1.8.7)" or "" (a runbook that read no release)."""
     before = record["versions"]["before"].get("chart_version")
@@ -419,7 +451,12 @@ def summary_line(record):
     text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
             "rolled_back": "failed, rolled back to the snapshot and verified",
             "rollback_failed": "the rollback failed: see the error and the steps",
-            "resumable": "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
+            "resumable": ("the business changes gate paused pools %s: business workloads changed their Pod "
+                          "templates during the rollout (%s); run again to finish once they have settled" % (
+                              ", ".join(p for p in record["business_paused"] if p),
+                              business_verdict(record)))
+            if record.get("business_paused") else
+            "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
             "failed": ("failed after changing the cluster, not rolled back" if record.get("changed")
                        else "failed before any change") + (

@@ -13,6 +13,7 @@ from html import escape
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.record import summary_line
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business
 
 COLORS = {"hypervisor": "#1f77b4", "worker": "#d62728", "client": "#2ca02c"}
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 220, 48, 110, 14, 34
@@ -103,6 +104,20 @@ def _pool_line(pool):
         pool["gpupool"], comps or ("nothing rolled" if restored is None else "no campaign"),
         " (paused: %s)" % ", ".join(pool["paused"]) if pool["paused"] else "",
         "; restored by the rollback: %s" % (describe_changes(restored) or "nothing differed") if restored is not None else "")
+
+
+def business_lines(pool):
+    """The business workloads that changed their Pod templates while the pool rolled, one line each
+    (what changed from and to; hidden fields only named); the first says the gate and the share."""
+    summary = pool.get("business_changes") or {}
+    changes = summary.get("changes") or []
+    if not changes and not summary.get("unseen"):
+        return []
+    head = "business workloads changed during the rollout: %s of %s (%s%%), gate %s%s" % (
+        summary.get("changed"), summary.get("business_workloads"), summary.get("share"), summary.get("gate"),
+        ", reached" if summary.get("reached") else "")
+    return [head] + [business.describe_entry(e) for e in changes] + \
+        ["not seen: %s" % note for note in summary.get("unseen") or []]
 
 
 def _table(headers, rows):
@@ -254,6 +269,10 @@ def render_html(record):
         out.append(_table(["component", "progress", "synced", "hash before", "hash after"], [
             [c, v.get("progress"), v.get("synced"), v.get("before_hash"), v.get("after_hash")]
             for c, v in sorted(pool["components"].items())]))
+        business_text = business_lines(pool)
+        if business_text:
+            out.append("<p>%s</p><ul>%s</ul>" % (escape(business_text[0]), "".join(
+                "<li>%s</li>" % escape(line) for line in business_text[1:])))
         if pool.get("gates"):
             out.append(_table(["health gate", "nodes", "result", "bake seconds", "evidence"], [
                 [g.get("batch"), ", ".join(g.get("nodes") or []), "passed" if g.get("passed") else "failed",
@@ -304,6 +323,8 @@ def render_markdown(record):
     for pool in (p for p in record["pools"] if not p.get("planned")):
         lines += ["", _pool_line(pool)]
         lines += ["- health gate of %s" % gate_text(g) for g in pool.get("gates") or []]
+        business_text = business_lines(pool)
+        lines += ["- %s" % business_text[0]] + ["  - %s" % line for line in business_text[1:]] if business_text else []
     blocking = [f for stage in ("precheck", "verify") for f in record["findings"][stage]
                 if f["severity"] == "blocking"]
     lines += ["", "%d blocking finding(s)." % len(blocking), ""]

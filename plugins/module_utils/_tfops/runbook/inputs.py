@@ -7,7 +7,7 @@ before the lock or any write, with messages that name the variable the user set.
 
 Each check reuses the collection's own validators (Go durations, image references, helm flags,
 the maintenance window's rules, the Secret content rules, gpupool_rollout's argument spec for
-tfops_pools and tfops_gates); what needs the cluster (pools, namespaces, the Secret and its
+tfops_pools, tfops_gates and tfops_business_change_*); what needs the cluster (pools, namespaces, the Secret and its
 consumers, a snapshot reference) is read by runbook/task.py.
 
 Blank (``""``, as AWX sends an empty survey answer) or null means unset, except for
@@ -26,7 +26,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates as gate_rules
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import options as pool_options
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import GATE_OPTIONS
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import (
+    BUSINESS_CHANGE_OPTIONS,
+    GATE_OPTIONS,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release as helm_release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
@@ -38,6 +41,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import fleet
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business_rules
 
 RUNBOOKS = ("upgrade", "rollback", "rotate_secret", "precheck")
 # fleet_upgrade.yml is upgrade.yml across an inventory: upgrade.yml's variables and its own.
@@ -240,6 +244,25 @@ def gates(value, name):
     return value
 
 
+# gpupool_rollout's business_changes options as the runbook's variables (the gpupool_update role
+# passes them on; step_pools.yml).
+BUSINESS_CHANGE_VARIABLES = dict(gate="tfops_business_change_gate", workloads="tfops_business_change_workloads",
+                                 percent="tfops_business_change_percent")
+
+
+def business_change(key):
+    """tfops_business_change_<key>: gpupool_rollout's business_changes.<key> - its argument spec
+    (type, choices), then the gate's own rules (workloads/changes.check_spec)."""
+    def check(value, name):
+        if key == "gate" and value is False:  # off unquoted in YAML is a boolean
+            value = "off"
+        option = dict(BUSINESS_CHANGE_OPTIONS[key], default=None)
+        checked = values.with_spec({key: option}, {key: value}, name)[key]
+        business_rules.check_spec({key: checked}, names={key: name})
+        return checked
+    return check
+
+
 def pools(value, name):
     items = value if isinstance(value, (list, tuple)) else values.text_list(value, name)
     return [pool_options.check_pool_item(item, "%s[%d]" % (name, i)) for i, item in enumerate(items)]
@@ -334,6 +357,9 @@ SPEC = [
     V("tfops_on_deadline", ("upgrade",), choice("pause", "fail")),
     V("tfops_each_batch", ("upgrade",), boolean),
     V("tfops_gates", ("upgrade",), gates),
+    V("tfops_business_change_gate", ("upgrade",), business_change("gate")),
+    V("tfops_business_change_workloads", ("upgrade",), business_change("workloads")),
+    V("tfops_business_change_percent", ("upgrade",), business_change("percent")),
     V("tfops_rollback_on_failure", ("upgrade",), boolean),
     # fleet_upgrade.yml (the play's hosts and serial, and its place in a fleet workflow; runbook/fleet.py).
     V("tfops_fleet_serial", FLEET, fleet.serial),
