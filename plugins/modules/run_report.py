@@ -153,7 +153,6 @@ extends_documentation_fragment:
   - tensorfusion.ops.auth
 attributes:
   check_mode:
-    support: full
     details: Builds the record and returns it; writes nothing, neither files nor a ConfigMap.
   diff_mode:
     support: none
