@@ -75,6 +75,7 @@ extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
+  - tensorfusion.ops.retry
 attributes:
   platform:
     platforms: kubernetes
@@ -153,6 +154,7 @@ api_server:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshot_runs import run_snapshot_info
 
 
@@ -166,7 +168,8 @@ def main():
              cluster_uid=dict(type="str"),
              only_this_cluster=dict(type="bool", default=False),
              signing_key=dict(type="str", no_log=True),
-             allow_unsigned=dict(type="bool", default=False)),
+             allow_unsigned=dict(type="bool", default=False),
+             **RETRY_ARG_SPEC),
         supports_check_mode=True)
     tfmodule.run(module, run_snapshot_info)
 

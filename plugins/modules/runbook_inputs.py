@@ -71,6 +71,7 @@ extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.attributes.READ_ONLY
   - tensorfusion.ops.auth
+  - tensorfusion.ops.retry
 attributes:
   platform:
     platforms: kubernetes
@@ -128,6 +129,7 @@ api_server:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.inputs import PLAYBOOKS
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.task import run_inputs
 
@@ -138,7 +140,8 @@ def main():
              variables=dict(type="dict", default={}),
              secret_variables=dict(type="dict", default={}, no_log=True),
              awx=dict(type="dict", default={}),
-             cluster=dict(type="bool", default=True)),
+             cluster=dict(type="bool", default=True),
+             **RETRY_ARG_SPEC),
         supports_check_mode=True)
     tfmodule.run(module, run_inputs)
 

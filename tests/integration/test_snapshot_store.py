@@ -7,12 +7,16 @@ import base64
 import gzip
 import hashlib
 import json
+import threading
+import time
 import uuid
 
 import pytest
 from kubernetes import client
 
-from .ansible_runner import run_playbook
+from lab import cluster
+
+from .ansible_runner import run_playbook, start_playbook
 from .test_helm_release import history, resource_versions, snapshot, user_values
 
 NS = RELEASE = "tensor-fusion-sys"
@@ -131,3 +135,24 @@ def test_a_changed_cluster_bundle_is_refused_before_any_write(lab, api_client, h
     assert rep["status"] == "failed" and rep["record"]["rollback"]["refused"], rep["summary"]
     assert "the index's signature does not verify" in rep["record"]["rollback"]["msg"]
     assert history(helm, lab) == before and resource_versions(api_client) == versions
+
+
+def test_the_restore_point_search_and_the_inputs_check_ride_out_an_outage(lab):
+    """kube-apiserver stopped for 8 s as the rollback role's search for a restore point
+    (helm_snapshot_info) and the runbooks' inputs check (runbook_inputs) begin, side by side: with
+    retry_timeout, as the runbooks give it, each waits for the API server, succeeds and warns
+    (#37 item 2)."""
+    outage = threading.Thread(target=cluster.outage, args=(lab["state_dir"], 8))
+    outage.start()
+    try:
+        time.sleep(1)  # the API server is down now
+        jobs = [(task, start_playbook("read_only_steps.yml", {"lab_kubeconfig": lab["kubeconfig"],
+                                                              "ro_retry_timeout": 60}, args=("--tags", tag)))
+                for tag, task in (("snapshot_info", "Snapshot info"), ("inputs", "Inputs"))]
+        runs = [(task, job.finish(timeout=120)) for task, job in jobs]
+    finally:
+        outage.join()
+    for task, run in runs:
+        res = run.task_results(task)
+        assert run.rc == 0, (task, res.get("msg"))
+        assert "the API server could not be used for" in run.stdout + run.stderr, task

@@ -14,6 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store_kube
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, InvalidInput
 
 LOCAL, CLUSTER, BOTH = snapshots.LOCAL, snapshots.CLUSTER, snapshots.BOTH
@@ -212,7 +213,8 @@ def run_snapshot_info(ctx):
     # Connected for the cluster store, the cluster's identity and the keys (unless all are given).
     connect = CLUSTER in stores or (params["verify_cluster"] and not (uid and given))
     verifying = connect and params["verify_cluster"]
-    with (ctx.connected() if connect else contextlib.nullcontext()) as kube:
+    # Read only: an API server outage is ridden out for retry_timeout.
+    with (ctx.connected(retry_deadline(params)) if connect else contextlib.nullcontext()) as kube:
 
         def key_for(meta):
             """The key of the bundle's release namespace, read once per namespace and never

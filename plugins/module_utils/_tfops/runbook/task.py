@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     Forbidden,
@@ -38,7 +39,7 @@ def run_inputs(ctx):
     connection = [p for p in problems if p.startswith(("tfops_kubeconfig", "tfops_context"))]
     if params["cluster"] and not connection:
         try:
-            with ctx.connected():
+            with ctx.connected(retry_deadline(params)):  # reads only: an outage is ridden out
                 task = ClusterInputs(ctx, params)
                 problems += task.problems(checked, given)
                 unchecked = task.unchecked
