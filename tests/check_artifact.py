@@ -18,10 +18,11 @@
   state folder (its marker ``.tfops-lab-state``): ansible-galaxy collection build packs every file
   that is not ignored, such as a lab started with its state inside the tree.
 
-- its action plugins resolve to the one action file: every module has an action plugin, and each
-  one but those with more to do (OWN_ACTIONS) is a relative link to ACTION_FILE in the same folder
-  (ansible-galaxy keeps the link; a packager that resolves links must ship the same bytes), so
-  every module runs in ansible-playbook's worker with the same code.
+- its action plugins: every module has one, none is a link (antsibull-docs reads a link in
+  plugins/action as the module being an alias of the one linked to), and each but those with more
+  to do (OWN_ACTIONS) is the one line ``ActionModule = module_action("<its module>")`` of
+  plugins/plugin_utils/in_process.py, so every module runs in ansible-playbook's worker with the
+  same code.
 
 Prints every problem and exits 1 when there is any. SOURCE_TREE (default: the current folder, a
 git checkout) names the top-level entries of the source tree, which tell a path from other text.
@@ -42,9 +43,9 @@ REQUIRED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "COPYING", "me
 # README.md's two commands of the source tree (not shipped): the main job on the lab, every test.
 SOURCE_TREE_COMMANDS = ("demo/run.sh", "tests/run-all.sh")
 
-# The one in-process action file (plugins/action/change_plan.py) and the actions of their own.
-ACTION_FILE = "plugins/action/change_plan.py"
+# The actions that do more than run their module in the worker.
 OWN_ACTIONS = {"plugins/action/runbook_inputs.py"}
+_ACTION_LINE = re.compile(r'^ActionModule = module_action\("([a-z0-9_]+)"\)$', re.M)
 
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -137,25 +138,25 @@ def credential_problems(name, data):
 
 
 def action_problems(members):
-    """What keeps an action plugin from being the one action file; ``members`` maps each file's
-    path in the artifact to its tar member and its bytes (None for a link)."""
+    """What keeps an action plugin from being its module's in-process action; ``members`` maps
+    each file's path in the artifact to its tar member and its bytes (None for a link)."""
     problems = []
     actions = {n for n in members if posixpath.dirname(n) == "plugins/action" and n.endswith(".py")}
     modules = {posixpath.basename(n) for n in members if posixpath.dirname(n) == "plugins/modules"
                and n.endswith(".py") and not posixpath.basename(n).startswith("_")}
     problems += ["module %s has no action plugin (plugins/action/%s)" % (m[:-3], m)
                  for m in sorted(modules - {posixpath.basename(n) for n in actions})]
-    one = members.get(ACTION_FILE)
-    if actions and (one is None or not one[0].isfile()):
-        return problems + ["%s, the one action file, is not shipped as a file" % ACTION_FILE]
-    for name in sorted(actions - OWN_ACTIONS - {ACTION_FILE}):
+    for name in sorted(actions):
         member, data = members[name]
         if member.issym():
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.linkname))
-            if member.linkname.startswith("/") or target != ACTION_FILE:
-                problems.append("%s links to %s, not to %s" % (name, member.linkname, posixpath.basename(ACTION_FILE)))
-        elif not member.isfile() or data != one[1]:
-            problems.append("%s is neither a link to %s nor the same file" % (name, posixpath.basename(ACTION_FILE)))
+            problems.append("%s is a link (to %s): antsibull-docs would document its module as an alias"
+                            % (name, member.linkname))
+            continue
+        if name in OWN_ACTIONS:
+            continue
+        named = _ACTION_LINE.findall((data or b"").decode("utf-8", "replace"))
+        if named != [posixpath.basename(name)[:-3]]:
+            problems.append('%s is not ActionModule = module_action("%s")' % (name, posixpath.basename(name)[:-3]))
     return problems
 
 

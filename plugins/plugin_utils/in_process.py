@@ -87,7 +87,7 @@ class InProcessModuleAction(ActionBase):
     _supports_check_mode = True
     _supports_async = True
 
-    MODULE = ""  # the module's name: plugins/action/change_plan.py (and its links) sets it from the file's name
+    MODULE = ""  # the module's name (module_action sets it)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -179,3 +179,12 @@ def _remove_kubeconfig_files():
     if kube_config is not None:
         with contextlib.suppress(Exception):
             kube_config._cleanup_temp_files()  # pylint: disable=protected-access
+
+
+def module_action(module):
+    """The action plugin class of ``module`` (each file of plugins/action names its module and
+    takes this; runbook_inputs adds its own step). A file each, not links to one shared file:
+    antsibull-docs reads a link in plugins/action as the module being an alias of the one it
+    points to, and would document twelve modules as aliases of one."""
+    preload(module)
+    return type("ActionModule", (InProcessModuleAction,), {"MODULE": module, "__module__": __name__})
