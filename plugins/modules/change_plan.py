@@ -144,7 +144,7 @@ import json
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.runs import run_change_plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import change_plan as backend
 
 
 def main():
@@ -166,7 +166,7 @@ def main():
             module.params["inputs"] = json.loads(module.params["inputs"])
         except ValueError:
             pass
-    tfmodule.run(module, run_change_plan)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

@@ -637,7 +637,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.op
     GATE_OPTIONS,
     ROLLING_UPDATE_OPTIONS,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import run_rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import gpupool_rollout as backend
 
 
 def main():
@@ -658,7 +658,7 @@ def main():
              business_changes=dict(type="dict", options=BUSINESS_CHANGE_OPTIONS, default={}),
              rollout_started=dict(type="str")),
         supports_check_mode=True)
-    tfmodule.run(module, run_rollout)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

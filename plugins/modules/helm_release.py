@@ -539,7 +539,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import run_release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import helm_release as backend
 
 
 def main():
@@ -581,7 +581,7 @@ def main():
              binary_path=dict(type="path"),
              **WAIT_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, run_release, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -269,7 +269,7 @@ removed:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshot_runs import run_snapshot
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import helm_snapshot as backend
 
 
 def main():
@@ -290,7 +290,7 @@ def main():
                  extra_args=dict(type="list", elements="str", default=[]))),
              binary_path=dict(type="path")),
         supports_check_mode=True)
-    tfmodule.run(module, run_snapshot)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ api_server:
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshot_runs import run_snapshot_info
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import helm_snapshot_info as backend
 
 
 def main():
@@ -171,7 +171,7 @@ def main():
              allow_unsigned=dict(type="bool", default=False),
              **RETRY_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, run_snapshot_info)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

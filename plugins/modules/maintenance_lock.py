@@ -247,7 +247,7 @@ api_server:
   sample: https://k8s.example.com:6443
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_lock
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import maintenance_lock as backend
 
 
 def main():
@@ -262,7 +262,7 @@ def main():
              force=dict(type="bool", default=False),
              retry_timeout=dict(type="int", default=0)),
         supports_check_mode=True)
-    tfmodule.run(module, run_lock)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

@@ -266,13 +266,13 @@ msg:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.options import WINDOW_OPTIONS, WINDOW_RULES
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.runs import run_window
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import maintenance_window as backend
 
 
 def main():
     # retry_timeout: for the read of the pool's window (a runbook's window step rides out an outage).
     module = tfmodule.new_module(dict(WINDOW_OPTIONS, **RETRY_ARG_SPEC), supports_check_mode=True, **WINDOW_RULES)
-    tfmodule.run(module, run_window)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ api_server:
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import deadline_from, wait_arg_spec
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.access import run_access
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import rbac_access as backend
 
 
 def main():
@@ -161,7 +161,7 @@ def main():
              server=dict(type="str"),
              **wait_arg_spec(wait=False, timeout=60)),
         supports_check_mode=True)
-    tfmodule.run(module, run_access, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -287,7 +287,7 @@ record:
 """
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.run import run_report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import run_report as backend
 
 
 def main():
@@ -310,7 +310,7 @@ def main():
              plan_max_age=dict(type="int", default=86400)),
         required_if=[("store", "local", ["dest"]), ("store", "both", ["dest"])],
         supports_check_mode=True)
-    tfmodule.run(module, run_report)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

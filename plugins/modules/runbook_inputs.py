@@ -131,7 +131,7 @@ api_server:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.inputs import PLAYBOOKS
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook.task import run_inputs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import runbook_inputs as backend
 
 
 def main():
@@ -143,7 +143,7 @@ def main():
              cluster=dict(type="bool", default=True),
              **RETRY_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, run_inputs)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

@@ -336,7 +336,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import run_rotation
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import secret_rotate as backend
 
 
 def main():
@@ -366,7 +366,7 @@ def main():
              **WAIT_ARG_SPEC),
         supports_check_mode=True,
         required_one_of=[("data", "string_data")])
-    tfmodule.run(module, run_rotation, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from)
 
 
 if __name__ == "__main__":

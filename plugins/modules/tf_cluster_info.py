@@ -294,7 +294,7 @@ api_requests:
 """
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import RETRY_ARG_SPEC
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import run_info
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import tf_cluster_info as backend
 
 
 def main():
@@ -316,7 +316,7 @@ def main():
                  description=dict(type="str"))),
              **RETRY_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, run_info)
+    tfmodule.run(module, backend.run)
 
 
 if __name__ == "__main__":

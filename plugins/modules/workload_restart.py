@@ -164,7 +164,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     WAIT_ARG_SPEC,
     deadline_from,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import run_restart
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import workload_restart as backend
 
 
 def main():
@@ -183,7 +183,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "label_selectors"),
                             ("restarted_after", "restarted_after_secret")])
-    tfmodule.run(module, run_restart, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import tempfile
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
-    Forbidden,
     InvalidInput,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
@@ -334,62 +333,6 @@ def missing_access(kube, checks):
         if not (review.get("status") or {}).get("allowed"):
             missing.append(check)
     return missing
-
-
-def _verify(ctx, roles):
-    """Fail with the first missing permission (all of them in ``missing``); write nothing."""
-    with ctx.connected() as kube:
-        missing = missing_access(kube, access_checks(roles))
-    texts = [check_text(m["attributes"]) for m in missing]
-    if missing:
-        first = missing[0]
-        raise Forbidden("forbidden: %s (%s needs it)%s" % (
-            texts[0], first["role"], "; also missing: %s" % ", ".join(texts[1:]) if texts[1:] else ""),
-            verb=first["attributes"]["verb"], resource=check_resource(first["attributes"]),
-            namespace=first["attributes"]["namespace"],
-            missing=texts, api_server=kube.server)
-    return {"changed": False, "missing": [], "api_server": kube.server, "roles": role_names(roles),
-            "service_account": None}
-
-
-def run_access(ctx):
-    """rbac_access's body (core/module.py's contract)."""
-    params = ctx.params
-    roles = desired_roles(params["manifests"], params.get("role_namespace"))
-    if params["state"] == "verified":
-        return _verify(ctx, roles)
-    sa_name, namespace = params["service_account"], params["namespace"]
-    sa = service_account(sa_name, namespace)
-    secret = token_secret(params.get("token_secret") or "%s-token" % sa_name, sa_name, namespace)
-    objects = [sa] + roles + [binding_for(r, sa_name, namespace) for r in roles]
-    if params.get("kubeconfig_path"):
-        objects.append(secret)
-    with ctx.connected() as kube:
-        work = Access(kube, ctx.check_mode)
-        file_changed = False
-        if params["state"] == "present":
-            for obj in objects:
-                work.apply(obj)
-            if params.get("kubeconfig_path") and not ctx.check_mode:
-                token, ca_data = work.token(secret, ctx.deadline)
-                ctx.hide([token])
-                text = kubeconfig_text(params.get("server") or kube.server, ca_data, token, sa_name)
-                file_changed = write_private(params["kubeconfig_path"], text)
-            elif params.get("kubeconfig_path"):
-                file_changed = not os.path.exists(params["kubeconfig_path"])
-        else:
-            for obj in reversed(objects):
-                work.remove(obj)
-            if params.get("kubeconfig_path"):
-                file_changed = remove_file(params["kubeconfig_path"], ctx.check_mode)
-    result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,
-              "roles": role_names(roles),
-              "service_account": "%s/%s" % (namespace, sa_name), "api_server": kube.server}
-    if params.get("kubeconfig_path"):
-        result["kubeconfig_path"] = params["kubeconfig_path"]
-    if ctx.diff_mode:
-        result["diff"] = work.diff
-    return result
 
 
 def role_names(roles):

@@ -12,14 +12,12 @@ import heapq
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import pod_ready, waiting_containers
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.rendering import ReleaseStorage
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import (
     list_column,
@@ -292,23 +290,3 @@ class Gatherer:
                                   and selector_matches(p["selector"], workload["labels"]) for p in pdbs)
             del workload["labels"]
         return found
-
-
-def run_info(ctx):
-    """tf_cluster_info's body (core/module.py's contract)."""
-    params = ctx.params
-    findings.validate_rules(params["rules"])
-    if params["findings_per_code"] < 0:
-        raise InvalidInput("findings_per_code must be 0 (no limit) or more")
-    # Read only: every read may be tried again until the deadline (none: fail at once).
-    with ctx.connected(retry_deadline(params, params["deadline"])) as kube:
-        data = Gatherer(kube, params["namespace"], params["release_name"], params["events_since"],
-                        params["events_limit"], params["workloads"], params["cached_reads"],
-                        params["lock_name"]).gather()
-    found = findings.builtin_findings(data, params["own_lock_holder"]) + \
-        findings.custom_findings(data, params["rules"])
-    order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
-    found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))
-    shown, omitted = findings.cap_per_code(found, params["findings_per_code"])
-    return dict(changed=False, data=data, findings=shown, findings_omitted=omitted,
-                summary=findings.summarize(found), api_requests=kube.requests)

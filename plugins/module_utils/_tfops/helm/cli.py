@@ -16,6 +16,10 @@ import shutil
 import subprocess
 import tempfile
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import (
+    build_configuration,
+    resolve_auth,
+)
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     HelmError,
     InvalidInput,
@@ -579,3 +583,22 @@ def stored_chart_upgrade(helm, kube, name, namespace, revision, values, descript
                                   values_yaml(stored.get("config") if values is None else values))
     return ["upgrade", name, chart_dir, "--namespace", namespace, "--reset-values", "-f", values_file,
             "--description", description, "--disable-openapi-validation"]
+
+
+# ---- the CLI of a module run: its auth options, its secrets masked -----------------------------
+def open_helm(ctx):
+    """The helm CLI for the module's auth options and binary_path (its own kubeconfig, from the
+    same options as the module's connection; the credentials in it are masked)."""
+    auth = resolve_auth(ctx.params)
+    cfg = build_configuration(auth)
+    kubeconfig = kubeconfig_from_configuration(cfg, auth.get("impersonate_user"),
+                                               auth.get("impersonate_groups"))
+    on_secret(ctx)([u.get(k) for u in [kubeconfig["users"][0]["user"]]
+                    for k in ("token", "client-key-data", "password")])
+    return Helm(find_binary(ctx.params.get("binary_path")), kubeconfig=kubeconfig)
+
+
+def on_secret(ctx):
+    """How the helm tasks register secret-looking strings: masked wherever they show (three
+    characters or more: shorter fragments would mask unrelated text)."""
+    return lambda values: ctx.hide(values, min_length=3)

@@ -8,7 +8,7 @@ before the lock or any write, with messages that name the variable the user set.
 Each check reuses the collection's own validators (Go durations, image references, helm flags,
 the maintenance window's rules, the Secret content rules, gpupool_rollout's argument spec for
 tfops_pools, tfops_gates and tfops_business_change_*); what needs the cluster (pools, namespaces, the Secret and its
-consumers, a snapshot reference) is read by runbook/task.py.
+consumers, a snapshot reference) is read by backends/runbook_inputs.py.
 
 Blank (``""``, as AWX sends an empty survey answer) or null means unset, except for
 tfops_chart_repo, where blank means no repository. A list may be given as comma- or

@@ -204,7 +204,7 @@ class PoolComponentConsumer:
         if not self.auto_update():
             self.editor.update(pool_entry_transform(self.pool, transform))
             return True
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import RolloutTask
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import RolloutTask
         params = {"cluster": self.editor.name, "pool": self.pool, "state": "present",
                   "components": {self.component: {}}, "rolling_update": {},
                   "wait": deadline is not None, "wait_timeout": 0, "deadline": None,

@@ -12,7 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiti
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import cluster
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import RolloutWait, Stalled, paused_marker, with_paused_marker
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import plan_change
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import plan_change
 
 from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
     Advance,
@@ -24,7 +24,7 @@ from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import (
     patch_time,
 )
 
-from .test_task import params, template  # helpers shared with that file
+from .test_rollout_task import params, template  # helpers shared with that file
 
 POOL = "tf-pool-a"
 OLD, NEW = "h-old", "h-new"

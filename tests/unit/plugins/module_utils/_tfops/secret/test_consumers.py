@@ -1,7 +1,7 @@
 """secret/consumers.py's PoolComponentConsumer without a cluster: its pool roll runs as a child
 of the rotation's Context (what the roll warns reaches the rotation's result; #37 item 8), fails
 as fast as a Deployment's (hypervisor Pods that do not start), and says whether it wrote before
-its wait failed (#37 item 1). The roll itself (gpupool/task.py's RolloutTask) is a recording fake.
+its wait failed (#37 item 1). The roll itself (gpupool/rollout_task.py's RolloutTask) is a recording fake.
 Which Pods are off target and the census of a stuck put-back."""
 import copy
 
@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import RolloutFailed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Context
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import task as gpupool_task
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout_task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import PoolComponentConsumer, census, pods_off_target
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import FATAL_FOR_SECONDS
 
@@ -50,7 +50,7 @@ class Roll:
 
 @pytest.fixture
 def rotation(monkeypatch):
-    monkeypatch.setattr(gpupool_task, "RolloutTask", Roll)
+    monkeypatch.setattr(rollout_task, "RolloutTask", Roll)
     Roll.seen, Roll.fail = [], None
     kube = FakeKube(FakeDynamic())
     ctx = Context(kube=kube, deadline=Deadline(timeout=600))

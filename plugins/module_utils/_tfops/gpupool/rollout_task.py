@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gpupool_rollout task from start to end: validate, decide, write, wait, report."""
+"""A GPU pool rollout from start to end: validate, decide, write, wait, report - gpupool_rollout's
+(backends/gpupool_rollout.py) and a Secret rotation's pool roll (secret/consumers.py)."""
 
 from __future__ import annotations
 
 import copy
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
@@ -123,36 +123,19 @@ def _diff(entry_name, before, after):
             "before": view(before), "after": view(after)}
 
 
-def _prune(value):
-    """Drop the None that Ansible fills in for every sub-option left out."""
-    if isinstance(value, dict):
-        return dict((k, _prune(v)) for k, v in value.items() if v is not None)
-    return value
-
-
-def run_rollout(ctx):
-    """gpupool_rollout's body (core/module.py's contract)."""
-    params = dict(ctx.params)
-    for option in ("components", "rolling_update"):
-        params[option] = _prune(params[option]) or {}
-    params["gates"] = _prune(params["gates"])
-    ctx.deadline = validate(params)
-    with ctx.connected() as kube:
-        # The hypervisor Pods waited for live there: a wrong one would write and then time out.
-        kube.require_namespace(params["namespace"])
-        if any((settings or {}).get("pod_template") for settings in params["components"].values()):
-            rollout.validate_task(params["components"], {}, pod_fields=kube.pod_field_names())
-        return RolloutTask(ctx, params).run()
-
-
-class RolloutTask(Task):
+class RolloutTask:
     """``template_change`` (template -> template) replaces the task's components settings: a
     Secret rotation repoints a component's Pod template through the same rollout, and with
     ``pods_fail_after`` (seconds) its wait ends once hypervisor Pods have failed to start that long
     (RolloutWait)."""
 
     def __init__(self, ctx, params, template_change=None, pods_fail_after=None):
-        super().__init__(ctx, params)
+        self.kube = ctx.kube
+        self.params = params
+        self.check_mode = ctx.check_mode
+        self.diff_mode = ctx.diff_mode
+        self.deadline = ctx.deadline
+        self.warnings = ctx.warnings
         self.template_change = template_change
         self.pods_fail_after = pods_fail_after
 

@@ -44,7 +44,7 @@ def _identity(ctx, salt):
     return identity
 
 
-def run_change_plan(ctx):
+def run(ctx):
     """change_plan's body (core/module.py's contract)."""
     params = ctx.params
     if params["max_age"] <= 0:

@@ -1,17 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bodies of maintenance_window and maintenance_lock (window.py and lock.py decide)."""
+"""maintenance_window's body: the window a pool declares or the task gives, judged by
+maintenance/window.py."""
 
 from __future__ import annotations
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline, utcnow
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_chain
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 
 
 def read_pool(ctx):
@@ -30,7 +27,7 @@ def read_pool(ctx):
     return includes, max_duration, source
 
 
-def run_window(ctx):
+def run(ctx):
     """maintenance_window's body (core/module.py's contract)."""
     params = ctx.params
     if not params["start"]:
@@ -68,30 +65,4 @@ def run_window(ctx):
     result.update(source=source, changed=False)
     if params["mode"] == "enforce":
         windows.enforce(result)
-    return result
-
-
-def run_lock(ctx):
-    """maintenance_lock's body (core/module.py's contract)."""
-    params = ctx.params
-    # A run's holder names its ansible-playbook process: once that is gone (kill -9), a run on
-    # this host takes the lock over at once instead of waiting for the TTL.
-    chain = controller_chain() if params["run_id"] else []
-    process = holders.controller_process(chain)
-    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id(),
-                             run=params["run_id"], pid=chain[-1][0] if chain else None,
-                             process=holders.format_process(process) if process else None)
-    if params["ttl"] < 1:
-        raise InvalidInput("ttl must be at least 1 second")
-    if params["retry_timeout"] < 0:
-        raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
-                           "not %d" % params["retry_timeout"])
-    with ctx.connected(Deadline(timeout=params["retry_timeout"] or None, options=("retry_timeout", "deadline"))) as kube:
-        lock = locks.LeaseLock(kube, params["namespace"], params["name"])
-        if params["state"] == "acquired":
-            result = lock.acquire(me, params["ttl"], check_mode=ctx.check_mode, gone=holders.gone_checker())
-        else:
-            result = lock.release(me, force=params["force"], check_mode=ctx.check_mode)
-    for warning in result.pop("warnings"):
-        ctx.warn(warning)
     return result

@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bodies of helm_snapshot and helm_snapshot_info, and reading one bundle for a restore,
-over both stores: a folder (helm/bundle.py) and Secrets in the release namespace
-(helm/store.py, API calls in helm/store_kube.py)."""
+"""helm_snapshot's body: capture a release (helm/capture.py) into a bundle and write it to its
+stores (helm/locations.py), pruning the oldest; or remove bundles."""
 
 from __future__ import annotations
 
@@ -14,66 +13,19 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store_kube
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, InvalidInput
-
-LOCAL, CLUSTER, BOTH = snapshots.LOCAL, snapshots.CLUSTER, snapshots.BOTH
-
-
-def stores_of(store):
-    return (CLUSTER, LOCAL) if store == BOTH else (store,)
-
-
-def local_dest(params):
-    return os.path.abspath(os.path.expanduser(params["dest"]))
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.locations import (
+    CLUSTER,
+    LOCAL,
+    described,
+    local_dest,
+    stores_of,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
-# ---- bundles, from either store -----------------------------------------------------------------
-def open_bundle(kube, location, **verify_kwargs):
-    """(location, store, contents, meta, problems, signature) of the bundle at ``location`` (a
-    folder or a secret:// reference); contents None when there is no such bundle or it cannot be
-    read (problems say why)."""
-    if snapshot_store.is_reference(location):
-        namespace, name = snapshot_store.parse_reference(location)
-        parts = store_kube.read_bundle(kube, namespace, name)
-        if not parts:
-            return location, CLUSTER, None, None, ["no Secret %s/%s" % (namespace, name)], None
-        return (location, CLUSTER) + snapshot_store.verify_parts(parts, **verify_kwargs)
-    path = os.path.abspath(os.path.expanduser(location))
-    if not os.path.isdir(path):
-        return path, LOCAL, None, None, ["not a folder"], None
-    contents = snapshots.read_folder(path)
-    return (path, LOCAL, contents) + snapshots.verify_contents(contents, **verify_kwargs)
-
-
-def described(kube, params, stores, namespace, release=None, **verify_kwargs):
-    """Descriptions of every bundle in the stores (the folder ``params['dest']``; the Secrets of
-    ``namespace``, None: every namespace), verified with ``verify_kwargs``."""
-    items = []
-    if LOCAL in stores:
-        for path in snapshots.list_bundles(local_dest(params)):
-            meta, problems, signature = snapshots.verify_bundle(path, **verify_kwargs)
-            items.append(snapshots.describe(path, meta, problems, signature))
-    if CLUSTER in stores:
-        for (ns, name), parts in sorted(store_kube.list_bundles(kube, namespace, release).items()):
-            _contents, meta, problems, signature = snapshot_store.verify_parts(parts, **verify_kwargs)
-            item = snapshots.describe(snapshot_store.reference(ns, name), meta, problems, signature, CLUSTER)
-            if meta is None:  # unreadable: what its labels say, so that keep prunes it too
-                labels = parts[0]["metadata"].get("labels") or {}
-                item.update(release=labels.get(snapshot_store.LABEL_RELEASE), namespace=ns,
-                            cluster_uid=labels.get(snapshot_store.LABEL_CLUSTER))
-            item["secrets"] = snapshot_store.names_of(parts)
-            items.append(item)
-    return items
-
-
-# ---- helm_snapshot ------------------------------------------------------------------------------
-def run_snapshot(ctx):
+def run(ctx):
     """helm_snapshot's body (core/module.py's contract)."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import (
-        on_secret,
-        open_helm,
-    )
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.cli import on_secret, open_helm
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import recorded_flags
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.capture import capture, ensure_key
     params = ctx.params
@@ -196,47 +148,3 @@ def _remove(ctx, stores):
 
 def _stores_for(location):
     return (CLUSTER,) if snapshot_store.is_reference(location) else (LOCAL,)
-
-
-# ---- helm_snapshot_info -------------------------------------------------------------------------
-def run_snapshot_info(ctx):
-    """helm_snapshot_info's body (core/module.py's contract)."""
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.capture import (
-        cluster_identity,
-        read_key,
-    )
-    params = ctx.params
-    stores = stores_of(params["store"])
-    uid = params.get("cluster_uid")
-    given = signing.key_from_text(params["signing_key"]) if params.get("signing_key") else None
-    keys = {}
-    # Connected for the cluster store, the cluster's identity and the keys (unless all are given).
-    connect = CLUSTER in stores or (params["verify_cluster"] and not (uid and given))
-    verifying = connect and params["verify_cluster"]
-    # Read only: an API server outage is ridden out for retry_timeout.
-    with (ctx.connected(retry_deadline(params)) if connect else contextlib.nullcontext()) as kube:
-
-        def key_for(meta):
-            """The key of the bundle's release namespace, read once per namespace and never
-            failing: a key that cannot be read leaves the signature unchecked and the bundle
-            unusable."""
-            if given is not None or not verifying:
-                return given
-            namespace = (meta or {}).get("namespace")
-            if namespace not in keys:
-                try:
-                    keys[namespace] = read_key(kube, namespace) if namespace else None
-                except (ApiError, InvalidInput) as exc:
-                    ctx.warn("the snapshot key of namespace %s could not be read: %s" % (namespace, exc.msg))
-                    keys[namespace] = None
-            return keys[namespace]
-
-        if not uid and verifying:
-            uid = cluster_identity(kube)[0]
-        items = described(kube, params, stores, params.get("namespace"), params.get("name"),
-                          cluster_uid=uid, key=key_for, allow_unsigned=params["allow_unsigned"])
-    chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
-                              uid if params["only_this_cluster"] else None)
-    return {"changed": False, "bundles": chosen, "cluster_uid": uid,
-            "api_server": kube.server if kube is not None else None,
-            "usable": [i["location"] for i in chosen if i["usable"]]}

@@ -1,4 +1,4 @@
-"""gpupool/task.py's plan_change without a cluster: what each state (present, paused, resumed)
+"""gpupool/rollout_task.py's plan_change without a cluster: what each state (present, paused, resumed)
 writes into a pool's specTemplate, which campaigns that starts, and the pause marker (the
 components this collection paused, resumed by a later present run unless the task sets their flag
 itself); a change to a component that does not roll is refused unless record_only names it. The
@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.task import plan_change
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import plan_change
 
 
 def template(hv=True, worker=True, client=False, hv_image="hv:1"):

@@ -1,4 +1,4 @@
-"""secret/task.py's RotateTask without a cluster: when a step fails, what was done is undone in
+"""backends/secret_rotate.py's RotateTask without a cluster: when a step fails, what was done is undone in
 reverse order and only what was done; a failed undo does not stop the others; the failure says
 what was put back. The Secrets live in an in-memory store behind kube_fakes' FakeKube (the real
 Kube.call types its errors); the consumers are recording fakes put in place of WorkloadConsumer.
@@ -20,9 +20,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Context
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import task as task_mod
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import secret_rotate
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import VerifyFailed
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.task import RotateTask, RotationFailed
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends.secret_rotate import RotateTask, RotationFailed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import secret_annotation
 
 from ansible_collections.tensorfusion.ops.tests.unit.plugins.kube_fakes import FakeDynamic, FakeKube, FakeResource
@@ -201,7 +201,7 @@ class FakeConsumer:
 @pytest.fixture
 def world(monkeypatch):
     state = World()
-    monkeypatch.setattr(task_mod, "WorkloadConsumer", type("BoundConsumer", (FakeConsumer,), {"world": state}))
+    monkeypatch.setattr(secret_rotate, "WorkloadConsumer", type("BoundConsumer", (FakeConsumer,), {"world": state}))
     return state
 
 

@@ -18,7 +18,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     TfopsError,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import ClusterEditor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
@@ -29,7 +28,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret imp
 DEFAULT_NAMESPACE = "tensor-fusion-sys"
 
 
-def run_inputs(ctx):
+def run(ctx):
     """runbook_inputs' body (core/module.py's contract)."""
     params = ctx.params
     given = dict(params.get("variables") or {})
@@ -55,11 +54,16 @@ def run_inputs(ctx):
                     "; not readable with these credentials: %s" % ", ".join(unchecked) if unchecked else ""))
 
 
-class ClusterInputs(Task):
+class ClusterInputs:
     """What the cluster says about the variables (reads only)."""
 
     def __init__(self, ctx, params):
-        super().__init__(ctx, params)
+        self.kube = ctx.kube
+        self.params = params
+        self.check_mode = ctx.check_mode
+        self.diff_mode = ctx.diff_mode
+        self.deadline = ctx.deadline
+        self.warnings = ctx.warnings
         self.unchecked = []
 
     def problems(self, checked, given):

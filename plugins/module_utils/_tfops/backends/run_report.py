@@ -68,7 +68,7 @@ def save_plan(ctx, record):
         raise ReportNotWritten("cannot write the plan to %s: %s" % (params["plan_out"], exc))
 
 
-def run_report(ctx):
+def run(ctx):
     """run_report's body (core/module.py's contract)."""
     params = ctx.params
     local, cluster = params["store"] in ("local", "both"), params["store"] in ("cluster", "both")

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Running the acceptance Pod: create, wait (watch, deadline), check, always clean up."""
+"""tf_acceptance's body: run the acceptance Pod - create, wait (watch, deadline), check
+(cluster/acceptance.py), always clean up."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiti
 POD_NAME = "tfops-acceptance"
 
 
-def run_acceptance(kube, params, check_mode, deadline):
+def _run_pod(kube, params, check_mode, deadline):
     namespace = params.get("namespace") or "tfops-acceptance-%s" % uuid.uuid4().hex[:6]
     body = acceptance.test_pod(POD_NAME, params.get("pool"), params["image"], params["tflops_request"],
                                params["vram_request"], params["isolation"], params["is_local_gpu"])
@@ -85,10 +86,10 @@ def _summary(pod):
             "phase": (pod.get("status") or {}).get("phase")}
 
 
-def run_acceptance_pod(ctx):
+def run(ctx):
     """tf_acceptance's body (core/module.py's contract): a failed check fails the task."""
     with ctx.connected() as kube:
-        result = run_acceptance(kube, ctx.params, ctx.check_mode, ctx.deadline)
+        result = _run_pod(kube, ctx.params, ctx.check_mode, ctx.deadline)
     if not result["passed"] and not ctx.check_mode:
         failed = [c for c in result["checks"] if not c["ok"]]
         raise AcceptanceFailed("acceptance failed: %s" % "; ".join(

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""secret_rotate from start to end, in the product's order: create (or update in place), repoint,
+"""secret_rotate's body, from start to end in the product's order: create (or update in place), repoint,
 roll, verify, and only then delete the old Secret. Any failure puts the references (or the old
 content) back; the old Secret is never deleted before verification. Values stay in this process:
 results carry Secret names, key names and content digests only."""
@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.task import Task
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
@@ -69,7 +68,7 @@ def secret_forms(params):
     return forms
 
 
-def run_rotation(ctx):
+def run(ctx):
     """secret_rotate's body (core/module.py's contract)."""
     ctx.hide(secret_forms(ctx.params))
     secret_plan.validate(ctx.params)
@@ -78,7 +77,7 @@ def run_rotation(ctx):
         kube.require_namespace(ctx.params["namespace"])
         try:
             if any(c["kind"] == "HelmRelease" for c in ctx.params.get("consumers") or []):
-                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.tasks import open_helm
+                from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.cli import open_helm
                 helm = open_helm(ctx)
             return RotateTask(ctx, ctx.params, helm).run()
         finally:
@@ -94,11 +93,16 @@ class _Stuck(Exception):
         self.consumer, self.error, self.rotated = consumer, error, rotated
 
 
-class RotateTask(Task):
+class RotateTask:
     """``helm``: the helm CLI, only for HelmRelease consumers."""
 
     def __init__(self, ctx, params, helm=None):
-        super().__init__(ctx, params)
+        self.kube = ctx.kube
+        self.params = params
+        self.check_mode = ctx.check_mode
+        self.diff_mode = ctx.diff_mode
+        self.deadline = ctx.deadline
+        self.warnings = ctx.warnings
         self.ctx = ctx  # a pool consumer's roll runs in a child of it
         self.helm = helm
         self.namespace = params["namespace"]

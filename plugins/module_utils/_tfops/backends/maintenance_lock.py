@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""maintenance_lock's body: the runbook's lock (maintenance/lock.py) taken or given back by a holder
+(maintenance/holder.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_chain
+
+
+def run(ctx):
+    """maintenance_lock's body (core/module.py's contract)."""
+    params = ctx.params
+    # A run's holder names its ansible-playbook process: once that is gone (kill -9), a run on
+    # this host takes the lock over at once instead of waiting for the TTL.
+    chain = controller_chain() if params["run_id"] else []
+    process = holders.controller_process(chain)
+    me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id(),
+                             run=params["run_id"], pid=chain[-1][0] if chain else None,
+                             process=holders.format_process(process) if process else None)
+    if params["ttl"] < 1:
+        raise InvalidInput("ttl must be at least 1 second")
+    if params["retry_timeout"] < 0:
+        raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
+                           "not %d" % params["retry_timeout"])
+    with ctx.connected(Deadline(timeout=params["retry_timeout"] or None, options=("retry_timeout", "deadline"))) as kube:
+        lock = locks.LeaseLock(kube, params["namespace"], params["name"])
+        if params["state"] == "acquired":
+            result = lock.acquire(me, params["ttl"], check_mode=ctx.check_mode, gone=holders.gone_checker())
+        else:
+            result = lock.release(me, force=params["force"], check_mode=ctx.check_mode)
+    for warning in result.pop("warnings"):
+        ctx.warn(warning)
+    return result
