@@ -348,6 +348,7 @@ def test_business_changes_during_the_rollout_are_recorded_and_the_warn_gate_warn
     token = "tok-" + uuid.uuid4().hex
     _business_deployment(apps, ns, "biz", token=token + "-old")
     _business_deployment(apps, ns, "plain", tf_enabled=False)
+    generation = tfc(api_client)["metadata"]["generation"]
     tag = "3.7.0-" + uuid.uuid4().hex[:6]  # a rollout also where the lab ran this test before
     run = _rollout_in_background(lab, api_client, tag, {"gate": "warn"}, args=("-vvv",))
     biz_version = _change_template(apps, ns, "biz", "250m", token + "-new")
@@ -371,6 +372,7 @@ def test_business_changes_during_the_rollout_are_recorded_and_the_warn_gate_warn
     assert _written(apps.read_namespaced_deployment("biz", ns)) == biz_version
     assert _written(apps.read_namespaced_deployment("plain", ns)) == plain_version
     assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
+    assert tfc(api_client)["metadata"]["generation"] == generation + 1, "one write of the pool, the rollout's"
 
 
 def test_the_business_changes_gate_pauses_the_pool_and_a_rerun_resumes(lab, api_client, ns):
