@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
@@ -56,24 +56,24 @@ def upgrade_params(**over):
 
 
 def test_steps_end_when_the_next_begins_and_carry_their_status():
-    steps = report.build_steps(marks("lock", "upgrade"), {"upgrade": {"changed": True}}, "2026-11-29T02:00:25Z")
+    steps = record.build_steps(marks("lock", "upgrade"), {"upgrade": {"changed": True}}, "2026-11-29T02:00:25Z")
     assert [(s["name"], s["seconds"], s["status"]) for s in steps] == [("lock", 10.0, "ok"), ("upgrade", 15.0, "changed")]
 
 
 def test_a_step_without_a_time_is_refused():
     with pytest.raises(InvalidInput):
-        report.build_steps([{"step": "lock"}], {}, T0)
+        record.build_steps([{"step": "lock"}], {}, T0)
 
 
 @pytest.mark.parametrize("results,expected", [
     (None, "ok"), ({"skipped": True}, "skipped"), ([{"changed": False}, {"changed": True}], "changed"),
     ([{"changed": True}, {"failed": True}], "failed")])
 def test_step_status(results, expected):
-    assert report.step_status(results) == expected
+    assert record.step_status(results) == expected
 
 
 def test_an_upgrade_that_changed_things_succeeded_with_versions_before_and_after():
-    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    rec = record.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
     assert rec["status"] == "succeeded" and rec["changed"] and not rec["failed"]
     assert rec["versions"]["before"]["chart_version"] == "1.8.6"
     assert rec["versions"]["after"]["chart_version"] == "1.8.7" and rec["versions"]["after"]["revision"] == 2
@@ -91,7 +91,7 @@ def test_bookkeeping_changes_alone_are_unchanged():
     params["results"].update(upgrade={"changed": False, "chart_version": "1.8.7", "revision_after": 2},
                              pools=[pool_result([("2026-11-29T02:00:51Z", 100)], changed=False)])
     params["results"]["pools"][0]["changed"] = False
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["status"] == "unchanged" and not rec["changed"]
 
 
@@ -102,7 +102,7 @@ def test_outcomes_of_failures():
               "timeline": [{"time": "2026-11-29T02:00:58Z", "component": "hypervisor", "progress": 30}]}
     paused["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], changed=True), failed]
     paused["results"]["pools"][0]["invocation"] = {"module_args": {"pool": "shared"}}
-    rec = report.build_record(paused, "2026-11-29T02:01:30Z")
+    rec = record.build_record(paused, "2026-11-29T02:01:30Z")
     assert rec["status"] == "resumable" and rec["resumable"] and rec["failed"]
     pool, = rec["pools"]  # the failed call belongs to the same pool, its timeline too
     assert pool["gpupool"] == "tensor-fusion-shared" and pool["paused"] == ["hypervisor"]
@@ -115,23 +115,23 @@ def test_outcomes_of_failures():
     rolled["results"]["rollback"] = {"changed": True, "chart_version": "1.8.6", "revision_after": 3,
                                      "target_revision": 1, "method": "rollback"}
     rolled["results"]["verify_after_rollback"] = info({"hypervisor": "hv:1"})
-    rec = report.build_record(rolled, "2026-11-29T02:01:30Z")
+    rec = record.build_record(rolled, "2026-11-29T02:01:30Z")
     assert rec["status"] == "rolled_back" and rec["rollback"]["ok"]
     assert rec["versions"]["after"]["chart_version"] == "1.8.6"
     assert [s["status"] for s in rec["steps"] if s["name"] == "verify"] == ["failed"]
 
     rolled["results"]["rollback"] = {"failed": True, "msg": "helm said no"}
-    assert report.build_record(rolled, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
+    assert record.build_record(rolled, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
 
     early = upgrade_params(steps=marks("lock", "window", "precheck"),
                            error={"step": "precheck", "task": "assert", "msg": "blocking"})
     early["results"] = {"precheck": info({"hypervisor": "hv:1"})}
-    rec = report.build_record(early, "2026-11-29T02:01:30Z")
+    rec = record.build_record(early, "2026-11-29T02:01:30Z")
     assert rec["status"] == "failed" and rec["error"]["msg"] == "blocking"
 
 
 def test_html_is_self_contained_with_one_svg_per_pool(tmp_path):
-    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    rec = record.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
     html = report_render.render_html(rec)
     assert html.count("<svg") == 1 and "<polyline" in html
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -146,13 +146,13 @@ def test_svg_escapes_names():
 
 
 def test_markdown_summary():
-    md = report_render.render_markdown(report.build_record(upgrade_params(), "2026-11-29T02:01:30Z"))
+    md = report_render.render_markdown(record.build_record(upgrade_params(), "2026-11-29T02:01:30Z"))
     assert md.startswith("# upgrade on lab: succeeded") and "chart 1.8.6 -> 1.8.7" in md
     assert "| pools | changed |" in md
 
 
 def test_files_are_0600_in_a_0700_folder(tmp_path):
-    rec = report.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
+    rec = record.build_record(upgrade_params(), "2026-11-29T02:01:30Z")
     folder, files = report_render.write_report(str(tmp_path / "artifacts"), rec)
     assert os.path.basename(folder) == "upgrade-lab-20261129T020000Z"
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
@@ -163,8 +163,8 @@ def test_files_are_0600_in_a_0700_folder(tmp_path):
 
 
 def test_a_check_mode_run_is_a_plan_never_a_success():
-    rec = report.build_record(upgrade_params(check_run=True), "2026-11-29T02:01:30Z")
-    line = report.summary_line(rec)
+    rec = record.build_record(upgrade_params(check_run=True), "2026-11-29T02:01:30Z")
+    line = record.summary_line(rec)
     assert rec["check_mode"] and line.startswith("check mode, nothing written - plan of upgrade on lab: planned")
     assert rec["status"] == "planned" and not rec["failed"] and not rec["changed"]
     assert "verified" not in line and "succeeded" not in line
@@ -175,10 +175,10 @@ def test_the_summary_names_only_the_chart_versions_it_knows():
     def rec(before, after):
         return {"versions": {"before": {"chart_version": before}, "after": {"chart_version": after}},
                 "status": "unchanged", "playbook": "precheck", "host": "lab", "seconds": 3, "paused_pools": []}
-    assert report.summary_line(rec(None, None)) == "precheck on lab: nothing changed in 3s"
-    assert report.summary_line(rec("1.8.7", "1.8.7")) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
-    assert report.summary_line(rec("1.8.7", None)) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
-    assert report.summary_line(rec("1.8.6", "1.8.7")).endswith("(chart 1.8.6 -> 1.8.7) in 3s")
+    assert record.summary_line(rec(None, None)) == "precheck on lab: nothing changed in 3s"
+    assert record.summary_line(rec("1.8.7", "1.8.7")) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
+    assert record.summary_line(rec("1.8.7", None)) == "precheck on lab: nothing changed (chart 1.8.7) in 3s"
+    assert record.summary_line(rec("1.8.6", "1.8.7")).endswith("(chart 1.8.6 -> 1.8.7) in 3s")
 
 
 def test_a_failed_step_that_wrote_makes_the_run_changed():
@@ -186,13 +186,13 @@ def test_a_failed_step_that_wrote_makes_the_run_changed():
     params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "no progress"})
     params["results"]["upgrade"] = {"changed": False, "chart_version": "1.8.7", "revision_after": 2}
     params["results"]["pools"] = [{"failed": True, "changed": True, "msg": "no progress", "task_pool": "shared"}]
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["status"] == "failed" and rec["changed"] is True
     assert [s["changed"] for s in rec["steps"] if s["name"] == "pools"] == [True]
-    assert "failed after changing the cluster, not rolled back" in report.summary_line(rec)
+    assert "failed after changing the cluster, not rolled back" in record.summary_line(rec)
     params["results"]["pools"][0]["changed"] = False
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
-    assert rec["changed"] is False and "failed before any change" in report.summary_line(rec)
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["changed"] is False and "failed before any change" in record.summary_line(rec)
 
 
 def test_warnings_are_kept_once_with_their_step():
@@ -201,7 +201,7 @@ def test_warnings_are_kept_once_with_their_step():
     params["results"]["pools"][0]["warnings"] = [outage]
     params["results"]["pools"][1]["warnings"] = [outage]
     params["results"]["lock"]["warnings"] = ["took over a stale lock"]
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["warnings"] == [{"step": "lock", "msg": "took over a stale lock"}, {"step": "pools", "msg": outage}]
     assert outage in report_render.render_html(rec) and outage in report_render.render_markdown(rec)
 
@@ -211,20 +211,20 @@ def test_the_lock_state_before_and_after_its_release():
              "expires": "2026-11-29T03:00:00.000000Z"}
     params = upgrade_params()
     params["results"]["lock"] = {"changed": False, "lease": lease}
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["lock"] == {"held_by_this_run": True, "name": lease["name"], "holder": lease["holder"],
                            "released": False, "held_until": lease["expires"], "msg": "not released yet"}
-    assert "stays held" not in report.summary_line(rec), "the report written before the release"
+    assert "stays held" not in record.summary_line(rec), "the report written before the release"
     params["results"]["unlock"] = {"failed": True, "msg": "cannot reach the API server"}
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["lock"]["released"] is False and rec["lock"]["msg"] == "cannot reach the API server"
-    assert report.summary_line(rec).endswith(
+    assert record.summary_line(rec).endswith(
         "; the maintenance lock stays held until 2026-11-29T03:00:00.000000Z (its release failed)")
     assert rec["status"] == "succeeded", "the change itself stands"
     params["results"]["unlock"] = {"changed": False}
-    assert report.build_record(params, "2026-11-29T02:01:30Z")["lock"]["released"] is True
+    assert record.build_record(params, "2026-11-29T02:01:30Z")["lock"]["released"] is True
     params["results"]["lock"] = {"failed": True, "msg": "held by someone else"}
-    assert report.build_record(params, "2026-11-29T02:01:30Z")["lock"] == {"held_by_this_run": False}
+    assert record.build_record(params, "2026-11-29T02:01:30Z")["lock"] == {"held_by_this_run": False}
 
 
 def test_a_rollback_that_never_started_leaves_the_upgraded_release_and_says_why():
@@ -232,7 +232,7 @@ def test_a_rollback_that_never_started_leaves_the_upgraded_release_and_says_why(
                                    "failed_steps": ["pools", "rollback"],
                                    "step_errors": {"rollback": "the API server stayed unreachable for 60s"}})
     params["steps"] = params["steps"] + [{"step": "rollback", "at": "2026-11-29T02:01:20Z"}]
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["status"] == "rollback_failed" and rec["rollback"]["ok"] is False
     assert rec["rollback"]["msg"] == "the API server stayed unreachable for 60s"
     assert [s["msg"] for s in rec["steps"] if s["name"] == "rollback"] == ["the API server stayed unreachable for 60s"]
@@ -250,24 +250,24 @@ def test_a_rollback_that_refused_its_snapshot_is_a_failed_run_that_changed_nothi
     msg = "snapshot b is unusable, nothing restored: the index's signature does not verify"
     params["results"]["rollback"] = {"failed": True, "changed": False, "refused": True,
                                      "error": "UnusableBundle", "msg": msg}
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["status"] == "failed" and rec["failed"]
     assert rec["rollback"] == {"ok": False, "refused": True, "target_revision": None, "method": None, "msg": msg}
     assert [s["changed"] for s in rec["steps"] if s["name"] == "rollback"] == [False]
-    assert report.summary_line(rec).startswith(
+    assert record.summary_line(rec).startswith(
         "upgrade on lab: failed after changing the cluster, not rolled back (the snapshot was refused before any write)")
     # The rollback runbook alone: nothing changed at all.
     alone = {"playbook": "rollback", "host": "lab", "started": T0, "steps": marks("lock", "window", "rollback"),
              "results": {"rollback": dict(params["results"]["rollback"])},
              "error": {"step": "rollback", "task": "Roll back", "msg": msg}}
-    rec = report.build_record(alone, "2026-11-29T02:01:30Z")
+    rec = record.build_record(alone, "2026-11-29T02:01:30Z")
     assert (rec["status"], rec["changed"]) == ("failed", False)
-    assert "failed before any change (the snapshot was refused before any write)" in report.summary_line(rec)
+    assert "failed before any change (the snapshot was refused before any write)" in record.summary_line(rec)
     # Not a refusal: written, or no refused field (message text is never read).
     for rollback in ({"failed": True, "changed": True, "refused": True, "msg": msg},
                      {"failed": True, "changed": False, "msg": msg}):
         params["results"]["rollback"] = rollback
-        assert report.build_record(params, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
+        assert record.build_record(params, "2026-11-29T02:01:30Z")["status"] == "rollback_failed"
 
 
 def test_a_failed_rotation_lists_what_it_created_modified_and_put_back_in_every_rendering():
@@ -277,19 +277,19 @@ def test_a_failed_rotation_lists_what_it_created_modified_and_put_back_in_every_
                         {"step": "repoint", "status": "ok", "consumer": "Deployment ns/web", "changed": True},
                         {"step": "roll", "status": "failed", "consumer": "Deployment ns/web"},
                         {"step": "restore", "status": "ok", "detail": "Deployment ns/web points at db again"}]}
-    rotation = report.rotation_summary(failed)
+    rotation = record.rotation_summary(failed)
     assert rotation == {"secret": "db-1a2b", "failed_step": "roll", "created": ["db-1a2b"],
                         "modified": ["Deployment ns/web"], "put_back": ["Deployment ns/web points at db again"],
                         "not_put_back": [], "deleted": []}
-    record = {"rotation": rotation}
-    assert "<h2>Rotation of db-1a2b</h2>" in report_render.render_html(dict(_minimal_record(), **record))
+    rotated = {"rotation": rotation}
+    assert "<h2>Rotation of db-1a2b</h2>" in report_render.render_html(dict(_minimal_record(), **rotated))
     assert "Rotation of db-1a2b: created db-1a2b; modified Deployment ns/web; put back Deployment ns/web " \
-           "points at db again" in report_render.render_markdown(dict(_minimal_record(), **record))
-    assert report.rotation_summary(None) is None and report.rotation_summary({"skipped": True}) is None
+           "points at db again" in report_render.render_markdown(dict(_minimal_record(), **rotated))
+    assert record.rotation_summary(None) is None and record.rotation_summary({"skipped": True}) is None
 
 
 def _minimal_record():
-    return report.build_record(dict(upgrade_params(), results={}, playbook="rotate_secret"), "2026-11-30T02:10:00Z")
+    return record.build_record(dict(upgrade_params(), results={}, playbook="rotate_secret"), "2026-11-30T02:10:00Z")
 
 
 def test_a_verify_that_could_not_reach_the_api_server_is_no_rollback_and_says_so():
@@ -297,12 +297,12 @@ def test_a_verify_that_could_not_reach_the_api_server_is_no_rollback_and_says_so
         "failed": True, "unreachable": True, "api_server": "https://k8s:6443",
         "msg": "cannot reach the API server https://k8s:6443 to list pods: Connection refused"})
     error = {"step": "verify", "task": "Gather the health picture after the change", "msg": results["verify"]["msg"]}
-    rec = report.build_record(upgrade_params(results=results, error=error), "2026-11-29T02:01:30Z")
+    rec = record.build_record(upgrade_params(results=results, error=error), "2026-11-29T02:01:30Z")
     assert rec["status"] == "failed" and rec["changed"] and rec["unverified"] and rec["rollback"] is None
-    assert "verify could not reach the API server" in report.summary_line(rec)
-    assert "not rolled back" in report.summary_line(rec)
+    assert "verify could not reach the API server" in record.summary_line(rec)
+    assert "not rolled back" in record.summary_line(rec)
     finding = dict(results, verify=dict(info({"hypervisor": "hv:2"}), failed=True, msg="verify failed: a pool is not Running"))
-    rec = report.build_record(upgrade_params(results=finding, error=dict(error, msg="verify failed")), "2026-11-29T02:01:30Z")
+    rec = record.build_record(upgrade_params(results=finding, error=dict(error, msg="verify failed")), "2026-11-29T02:01:30Z")
     assert not rec["unverified"], "a finding is a finding"
 
 
@@ -323,10 +323,10 @@ def rollback_run_params():
 
 
 def test_a_rollback_run_reports_the_chart_it_came_from_and_each_pool_it_restored():
-    rec = report.build_record(rollback_run_params(), "2026-11-29T02:01:30Z")
+    rec = record.build_record(rollback_run_params(), "2026-11-29T02:01:30Z")
     assert rec["status"] == "succeeded" and rec["rollback"]["ok"]
     assert rec["versions"]["before"]["chart_version"] == "1.8.7" and rec["versions"]["after"]["chart_version"] == "1.8.6"
-    assert "(chart 1.8.7 -> 1.8.6)" in report.summary_line(rec)
+    assert "(chart 1.8.7 -> 1.8.6)" in record.summary_line(rec)
     assert rec["rollback"]["chart_version_before"] == "1.8.7"
     assert rec["rollback"]["pools"] == [{"gpupool": "tensor-fusion-shared", "written": True, "waited_for": [],
                                          "restored": [{"field": "batchPercentage", "from": 34, "to": 17},
@@ -351,7 +351,7 @@ def test_an_upgrade_rolled_back_keeps_its_pool_timeline_and_says_what_the_rollba
     params["results"] = dict(params["results"], rollback=rollback)
     params["steps"] = marks("lock", "window", "precheck", "snapshot", "upgrade", "pools", "rollback")
     params["error"] = {"step": "pools", "msg": "health gate"}
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["status"] == "rolled_back"
     pool, = rec["pools"]
     assert max(e["progress"] for e in pool["timeline"]) == 100  # the pools step's own (it reached 100 here)
@@ -375,12 +375,12 @@ def test_business_changes_are_in_the_pool_record_and_a_gate_pause_is_said():
               "error": "BusinessChangesPaused", "paused": ["hypervisor"], "task_pool": "shared",
               "business_changes": BUSINESS}
     params["results"]["pools"] = [first, failed]
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     pool, = rec["pools"]
     assert pool["business_changes"]["changes"] == BUSINESS["changes"]  # the last call's: the whole rollout
     assert "resource_versions" not in pool["business_changes"]
     assert rec["status"] == "resumable" and rec["business_paused"] == ["shared"]
-    line = report.summary_line(rec)
+    line = record.summary_line(rec)
     assert "the business changes gate paused pools shared" in line and "1 of 4 business workloads, 25%" in line
     assert "window" not in line
     markdown = report_render.render_markdown(rec)
@@ -393,6 +393,6 @@ def test_business_changes_are_in_the_pool_record_and_a_gate_pause_is_said():
 def test_a_window_pause_is_not_said_to_be_the_business_gate():
     params = upgrade_params(error={"step": "pools", "task": "roll", "msg": "deadline"})
     params["results"]["pools"] = [pool_result([("2026-11-29T02:00:51Z", 20)], failed=True, paused=["hypervisor"])]
-    rec = report.build_record(params, "2026-11-29T02:01:30Z")
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["business_paused"] == [] and rec["pools"][0]["business_changes"] is None
-    assert "the window ended mid-rollout" in report.summary_line(rec)
+    assert "the window ended mid-rollout" in record.summary_line(rec)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
@@ -37,11 +37,11 @@ def test_two_runs_started_in_the_same_second_get_two_names_and_folders():
     assert DNS_SUBDOMAIN.match(report_store.configmap_name("upgrade", "lab", started, "Run_ID.1"))
     long = report_store.configmap_name("upgrade", "h" * 300, started, "k3j2h4g5q1")
     assert len(long) <= 253 and long.endswith("-20261129t020001z-k3j2h4g5q1")
-    record = {"playbook": "upgrade", "host": "lab", "started": started}
-    assert report_render.run_folder_name(dict(record, run_id="k3j2h4g5q1")) == "upgrade-lab-20261129T020001Z-k3j2h4g5q1"
-    assert report_render.run_folder_name(dict(record, run_id="a1b2c3d4e5")) != \
-        report_render.run_folder_name(dict(record, run_id="k3j2h4g5q1"))
-    assert report_render.run_folder_name(record) == "upgrade-lab-20261129T020001Z", "no token: as before"
+    run = {"playbook": "upgrade", "host": "lab", "started": started}
+    assert report_render.run_folder_name(dict(run, run_id="k3j2h4g5q1")) == "upgrade-lab-20261129T020001Z-k3j2h4g5q1"
+    assert report_render.run_folder_name(dict(run, run_id="a1b2c3d4e5")) != \
+        report_render.run_folder_name(dict(run, run_id="k3j2h4g5q1"))
+    assert report_render.run_folder_name(run) == "upgrade-lab-20261129T020001Z", "no token: as before"
 
 
 def test_a_configmap_of_another_run_is_never_replaced():
@@ -141,10 +141,10 @@ def test_no_secret_value_reaches_the_configmap():
     params["results"]["rotate"] = {"changed": True, "secret": {"name": "creds", "data": {"sk": "s3cr3t-value"}},
                                    "steps": [], "diff": {"after": {"sk": "s3cr3t-value"}}}
     params["results"]["verify"]["secret"] = {"password": "hunter2"}
-    record = report.build_record(params, "2026-11-29T02:02:00Z")
-    files = report_render.report_files(record)
+    rec = record.build_record(params, "2026-11-29T02:02:00Z")
+    files = report_render.report_files(rec)
     for budget in (report_store.DATA_BUDGET, 3000):  # plain and compressed
-        body, _content, _dropped = report_store.configmap_body("tf", "n", "upgrade", record["started"], files,
+        body, _content, _dropped = report_store.configmap_body("tf", "n", "upgrade", rec["started"], files,
                                                                budget=budget)
         texts = [json.dumps(body)] + [gzip.decompress(base64.b64decode(v)).decode()
                                       for v in (body.get("binaryData") or {}).values()]
