@@ -172,6 +172,10 @@ def test_bad_gate_settings_are_refused_naming_the_option(spec, message):
         changes.check_spec(spec)
     assert err.value.msg == message
     assert changes.check_spec({"gate": "pause", "since": {"x": 1}}) == {"gate": "pause", "workloads": None, "percent": None}
+    # A runbook's variables are named as the user set them (runbook/inputs.py).
+    with pytest.raises(InvalidInput) as err:
+        changes.check_spec({"percent": 0}, names={"percent": "tfops_business_change_percent"})
+    assert err.value.msg == "tfops_business_change_percent: 0 is not a whole number 1-100"
 
 
 def test_gate_warn_warns_when_reached_and_again_only_when_more_changed():
