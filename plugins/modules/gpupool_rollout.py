@@ -638,6 +638,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.op
     ROLLING_UPDATE_OPTIONS,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import gpupool_rollout as backend
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
 
 def main():
@@ -658,7 +659,7 @@ def main():
              business_changes=dict(type="dict", options=BUSINESS_CHANGE_OPTIONS, default={}),
              rollout_started=dict(type="str")),
         supports_check_mode=True)
-    tfmodule.run(module, backend.run)
+    tfmodule.run(module, backend.run, fence=Fence)
 
 
 if __name__ == "__main__":

@@ -540,6 +540,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     deadline_from,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import helm_release as backend
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
 
 def main():
@@ -581,7 +582,7 @@ def main():
              binary_path=dict(type="path"),
              **WAIT_ARG_SPEC),
         supports_check_mode=True)
-    tfmodule.run(module, backend.run, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from, fence=Fence)
 
 
 if __name__ == "__main__":

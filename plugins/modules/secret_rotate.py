@@ -337,6 +337,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     deadline_from,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import secret_rotate as backend
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
 
 def main():
@@ -366,7 +367,7 @@ def main():
              **WAIT_ARG_SPEC),
         supports_check_mode=True,
         required_one_of=[("data", "string_data")])
-    tfmodule.run(module, backend.run, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from, fence=Fence)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ namespace:
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import module as tfmodule
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import FENCE_ARG_SPEC, deadline_from, wait_arg_spec
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import tf_acceptance as backend
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
 
 def main():
@@ -120,7 +121,7 @@ def main():
              is_local_gpu=dict(type="bool", default=True), keep=dict(type="bool", default=False),
              **wait_arg_spec(wait=False, timeout=180)),
         supports_check_mode=True)
-    tfmodule.run(module, backend.run, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from, fence=Fence)
 
 
 if __name__ == "__main__":

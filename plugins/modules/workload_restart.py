@@ -165,6 +165,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.commo
     deadline_from,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.backends import workload_restart as backend
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
 
 def main():
@@ -183,7 +184,7 @@ def main():
         supports_check_mode=True,
         mutually_exclusive=[("name", "label_selectors"),
                             ("restarted_after", "restarted_after_secret")])
-    tfmodule.run(module, backend.run, deadline=deadline_from)
+    tfmodule.run(module, backend.run, deadline=deadline_from, fence=Fence)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.in
     selector_matches,
     slim_pool,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 
 def healthy():
@@ -66,16 +65,6 @@ def test_abandoned_campaign_next_to_a_synced_status_is_not_a_rollout():
     data = healthy()
     data["pools"][0]["components"]["hypervisor"]["in_progress"] = "stale"
     assert codes(data) == []
-
-
-def test_custom_rules():
-    rules = [{"code": "SMALL_POOL", "severity": "warning", "expression": "pools[?ready_nodes < `8`]",
-              "description": "small"}]
-    findings.validate_rules(rules)
-    assert findings.custom_findings(healthy(), rules) == [
-        {"code": "SMALL_POOL", "severity": "warning", "object": "tf-shared", "message": "small"}]
-    with pytest.raises(InvalidInput, match="not a JMESPath expression"):
-        findings.validate_rules([{"code": "X", "severity": "info", "expression": "pools[?"}])
 
 
 def test_selector_matching():

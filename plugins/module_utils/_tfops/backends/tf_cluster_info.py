@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.info import Gatherer
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import rules
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
@@ -15,7 +16,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 def run(ctx):
     """tf_cluster_info's body (core/module.py's contract)."""
     params = ctx.params
-    findings.validate_rules(params["rules"])
+    rules.validate_rules(params["rules"])
     if params["findings_per_code"] < 0:
         raise InvalidInput("findings_per_code must be 0 (no limit) or more")
     # Read only: every read may be tried again until the deadline (none: fail at once).
@@ -24,8 +25,8 @@ def run(ctx):
                         params["events_limit"], params["workloads"], params["cached_reads"],
                         params["lock_name"]).gather()
     found = findings.builtin_findings(data, params["own_lock_holder"]) + \
-        findings.custom_findings(data, params["rules"])
-    order = dict((s, i) for i, s in enumerate(findings.SEVERITIES))
+        rules.custom_findings(data, params["rules"])
+    order = dict((s, i) for i, s in enumerate(rules.SEVERITIES))
     found.sort(key=lambda f: (order[f["severity"]], f["code"], f["object"]))
     shown, omitted = findings.cap_per_code(found, params["findings_per_code"])
     return dict(changed=False, data=data, findings=shown, findings_omitted=omitted,

@@ -2,7 +2,7 @@
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Change plans (pure, stdlib): the identity a check-mode run records of what it planned from,
-the plan document with its checksum and expiry, the batches a pool would roll in, and the
+the plan document with its checksum and expiry, and the
 comparison an apply makes of a saved plan with the cluster before it writes anything.
 
 Digests of anything that may hold a secret (Helm values, the runbook's inputs, pool settings
@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import math
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
@@ -22,14 +21,10 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     InvalidInput,
     PlanRefused,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import MIN_BATCH_GAP, batches
 
 SCHEMA = 1
 KIND = "tensorfusion.ops/plan"
 DIGEST_ROUNDS = 20000
-DEFAULT_NODE_SECONDS = 15.0  # one batch's nodes coming back, when the cluster shows none yet
-# The last batch beyond its nodes coming back: the operator's reconcile and its status write.
-OPERATOR_REACTION = 0.5
 
 
 def canonical(value):
@@ -61,51 +56,6 @@ def checksum(plan):
 
 def seal(plan):
     return dict(plan, checksum=checksum(plan))
-
-
-# ---- what a pool would do -----------------------------------------------------------------------
-def batch_sizes(total, pct):
-    """Nodes per completed batch, by the operator's rule: batchSize = ceil(pct * total / 100),
-    the i-th batch brings the updated count to min((i + 1) * batchSize, total); progress moves in
-    steps of pct, so there are ceil(100 / pct) batches even when some are empty."""
-    pct = int(pct or 100)
-    if not 1 <= pct <= 100:
-        raise InvalidInput("batch percentage must be 1-100, not %s" % pct)
-    count = batches(pct)
-    size = int(math.ceil(pct * total / 100.0)) if total else 0
-    done, sizes = 0, []
-    for index in range(count):
-        upto = min((index + 1) * size, total)
-        sizes.append(upto - done)
-        done = upto
-    return sizes
-
-
-def node_seconds(samples):
-    """Seconds a batch's nodes take to come back, from what the cluster shows: the slowest of the
-    hypervisor Pods' creation-to-Ready times (a batch ends when its last node is back)."""
-    good = [float(s) for s in samples if s is not None and s >= 0]
-    return max(good) if good else DEFAULT_NODE_SECONDS
-
-
-def pool_schedule(total, pct, interval_seconds, node_ready_seconds, bake_seconds=0.0):
-    """The planned batches of one campaign: [{index, nodes, start, end, progress}] in seconds from
-    its start, and its total. Upstream, a batch counts as done once its nodes run Pods of the new
-    hash (Ready or not: the operator rolls blind), and the next starts max(batchInterval, 3 s)
-    later; a batch of no node still waits its gap (batches are counted by progress, not nodes).
-    Each batch ends when its nodes are back; the campaign when the last of them is."""
-    if not total:
-        return [], 0.0  # no objects: the operator has nothing to update
-    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0))
-    sizes = batch_sizes(total, pct)
-    out = []
-    for index, nodes in enumerate(sizes):
-        start = index * gap
-        end = start + (float(node_ready_seconds) if nodes else 0.0)
-        out.append({"index": index + 1, "nodes": nodes, "start": round(start, 1), "end": round(end, 1),
-                    "progress": min(100, int(pct) * (index + 1)) if index + 1 < len(sizes) else 100})
-    seconds = max(b["end"] for b in out) + OPERATOR_REACTION
-    return out, round(seconds, 1)
 
 
 # ---- the saved plan -----------------------------------------------------------------------------

@@ -8,19 +8,7 @@ Each finding: code, severity (blocking / warning / info), object, and a sentence
 from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.chart_drift import describe
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-
-SEVERITIES = ("blocking", "warning", "info")
-
-try:
-    import jmespath
-    HAS_JMESPATH = True
-except ImportError:  # only user rules need it; reported when they are used
-    HAS_JMESPATH = False
-
-
-def finding(code, severity, obj, message):
-    return {"code": code, "severity": severity, "object": obj, "message": message}
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.rules import SEVERITIES, finding
 
 
 def _cluster_findings(data):
@@ -225,32 +213,6 @@ def builtin_findings(data, own_lock_holder=None):
     for rule in (_cluster_findings, _chart_findings, _pool_findings, _node_findings, _operator_findings,
                  _workload_findings, _event_findings):
         out.extend(rule(data))
-    return out
-
-
-def validate_rules(rules):
-    for rule in rules or []:
-        if rule.get("severity") not in SEVERITIES:
-            raise InvalidInput("rule %s: severity must be one of %s" % (rule.get("code"), ", ".join(SEVERITIES)))
-        if not HAS_JMESPATH:
-            raise InvalidInput("custom rules need the Python library jmespath")
-        try:
-            jmespath.compile(rule["expression"])
-        except jmespath.exceptions.JMESPathError as exc:
-            raise InvalidInput("rule %s: %r is not a JMESPath expression: %s" % (rule["code"], rule["expression"], exc))
-
-
-def custom_findings(data, rules):
-    """User rules: a JMESPath expression over the gathered data. A list result yields one finding
-    per item (its ``name`` names the object); a true scalar yields one finding."""
-    out = []
-    for rule in rules or []:
-        result = jmespath.search(rule["expression"], data)
-        items = result if isinstance(result, list) else ([result] if result else [])
-        for item in items:
-            name = item.get("name") if isinstance(item, dict) else str(item)
-            out.append(finding(rule["code"], rule["severity"], name or rule["code"],
-                               rule.get("description") or "rule %s matched" % rule["code"]))
     return out
 
 

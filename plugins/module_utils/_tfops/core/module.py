@@ -63,29 +63,33 @@ def connect(module):
 
 
 @contextlib.contextmanager
-def connected(module, deadline, warnings):
+def connected(module, deadline, warnings, fence=None):
     """``with connected(module, deadline, warnings) as kube:`` - the connection is closed however
     the block ends, the outages ridden out join ``warnings`` (also when the block fails), and
     ``kube.server`` and ``kube.written`` stay readable after it for the result. With a
-    ``deadline``, every request that fails in a way that can heal is retried until then."""
+    ``deadline``, every request that fails in a way that can heal is retried until then; with
+    ``fence`` (see ``fence_with``), the module's ``fence`` option fences every write."""
     kube = connect(module)
     kube.retry_deadline = deadline if deadline is not None and deadline.bounded else None
     try:
-        fence_with(kube, module.params.get("fence"), module.check_mode)
+        fence_with(kube, fence, module.params.get("fence"), module.check_mode)
         yield kube
     finally:
         warnings.extend(kube.outages.warnings())
         kube.close()
 
 
-def fence_with(kube, fence, check_mode=False):
+def fence_with(kube, make_fence, fence, check_mode=False):
     """Fence the connection with a runbook's lock (the ``fence`` option), checked at once: a
     module started by a run that no longer holds its lock writes nothing. In check mode nothing
-    is written and a check-mode run holds no lock: no fence."""
+    is written and a check-mode run holds no lock: no fence. ``make_fence(kube, namespace, name,
+    holder)`` builds the fence (maintenance/fence.py's ``Fence``, handed down by the module's
+    main(): core knows the fence only as an object whose ``check()`` refuses a write)."""
     if not fence or check_mode:
         return
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
-    kube.fence = Fence(kube, fence["namespace"], fence["name"], fence["holder"])
+    if make_fence is None:
+        raise TfopsError("this module was given a fence but builds none (its main() passes no fence to run)")
+    kube.fence = make_fence(kube, fence["namespace"], fence["name"], fence["holder"])
     kube.fence.check("starting")
 
 
@@ -108,8 +112,9 @@ class Context:
     the deadline, the warnings they collect, and (inside ``connected()``) the API client as
     ``kube``. A Task run inside another one gets a Context of its own: ``ctx.child()``."""
 
-    def __init__(self, module=None, kube=None, check_mode=None, diff_mode=None, deadline=None):
+    def __init__(self, module=None, kube=None, check_mode=None, diff_mode=None, deadline=None, fence=None):
         self.module = module
+        self.fence = fence  # how the connection is fenced (connected(), fence_with)
         self.params = module.params if module is not None else {}
         if module is not None:
             check_mode, diff_mode = module.check_mode, module._diff
@@ -128,6 +133,7 @@ class Context:
         inner = Context(kube=self.kube, check_mode=self.check_mode, diff_mode=self.diff_mode,
                         deadline=deadline if deadline is not None else self.deadline)
         inner.module = self.module  # values it hides are hidden in this module's output
+        inner.fence = self.fence
         inner.warnings = self.warnings
         return inner
 
@@ -141,19 +147,21 @@ class Context:
     def connected(self, deadline=None):
         """The module's connection (see ``connected``), retried until ``deadline`` or the body's."""
         with connected(self.module, deadline if deadline is not None else self.deadline,
-                       self.warnings) as kube:
+                       self.warnings, self.fence) as kube:
             self.kube = kube
             yield kube
 
 
-def run(module, body, deadline=None):
+def run(module, body, deadline=None, fence=None):
     """The one contract of a module's body: ``body(ctx) -> result``.
 
     ``deadline(params) -> Deadline`` for modules that wait: a deadline option that has already
     passed is refused before the body runs (gpupool_rollout decides that itself: told to pause at
     its deadline, it still pauses). Warnings go one way, ``ctx.warn``; ``diff`` is returned
-    exactly when diff mode is on; ``api_server`` names the cluster whenever the body connected."""
-    ctx = Context(module)
+    exactly when diff mode is on; ``api_server`` names the cluster whenever the body connected.
+    ``fence(kube, namespace, name, holder)`` for modules with a ``fence`` option (``Fence`` of
+    maintenance/fence.py): the module's connections are fenced by that runbook lock."""
+    ctx = Context(module, fence=fence)
     try:
         if deadline is not None:
             ctx.deadline = deadline(module.params)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live, pod_ready
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster import findings
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.rules import custom_findings, validate_rules
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 # The operator's gap after a batch is measured against a timestamp of 1 s precision, and the
@@ -42,7 +42,7 @@ def normalize(gates, option="gates"):
         if not rule.get("code") or not rule.get("expression"):
             raise InvalidInput("every %s.rules item needs a code and an expression: %r" % (option, rule))
     try:
-        findings.validate_rules(rules)
+        validate_rules(rules)
     except InvalidInput as exc:
         raise InvalidInput("%s.rules: %s" % (option, exc.msg))
     spec["rules"] = rules
@@ -150,7 +150,7 @@ def failures(pic, spec, final):
                 len(events), spec["max_warning_events"], "; ".join(
                     "%s %s %s: %s" % (e["kind"], e["name"], e["reason"], e["message"])
                     for e in events[:5])))
-    for item in findings.custom_findings(pic, [r for r in spec["rules"] if r["severity"] == "blocking"]):
+    for item in custom_findings(pic, [r for r in spec["rules"] if r["severity"] == "blocking"]):
         fail("rule:%s" % item["code"], item["object"], item["message"])
     return out
 

@@ -15,6 +15,7 @@ import re
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.tfcluster import pool_index
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     Superseded,
@@ -29,6 +30,9 @@ AUTO_FLAG = {"hypervisor": "autoUpdateHypervisor", "worker": "autoUpdateWorker",
              "client": "autoUpdateClient"}
 # The operator re-checks no faster than this between batches (PendingRequeueDuration upstream).
 MIN_BATCH_GAP = 3.0
+DEFAULT_NODE_SECONDS = 15.0  # one batch's nodes coming back, when the cluster shows none yet
+# The last batch beyond its nodes coming back: the operator's reconcile and its status write.
+OPERATOR_REACTION = 0.5
 
 # snake_case task option -> componentConfig field, per component (defined once, in chart_pools,
 # which must stay free of the collection's other modules: it also runs as helm's post-renderer).
@@ -151,16 +155,6 @@ def validate_task(components, rolling_update, where="", pod_fields=None):
 
 
 # ---- locating and editing the pool entry --------------------------------------------------------
-def pool_index(tfc, pool):
-    """Index in spec.gpuPools of ``pool`` given as the entry's name or as the GPUPool name the
-    operator gives it (``<cluster>-<entry>``); None when there is no such pool."""
-    cluster = tfc["metadata"]["name"]
-    for index, entry in enumerate((tfc.get("spec") or {}).get("gpuPools") or []):
-        if pool in (entry.get("name"), "%s-%s" % (cluster, entry.get("name"))):
-            return index
-    return None
-
-
 def find_pool_index(tfc, pool):
     """pool_index, or InvalidInput naming the pools there are."""
     index = pool_index(tfc, pool)
@@ -264,6 +258,51 @@ def refuse_frozen(changed, new_spec, deliberate=()):
 def batches(pct):
     """Completions to reach 100 %: progress moves in steps of pct (3.3: 30 % gives 30,60,90,100)."""
     return int(math.ceil(100.0 / pct))
+
+
+# ---- what a pool would do: its batches and their schedule -----------------------------------------------------------------------
+def batch_sizes(total, pct):
+    """Nodes per completed batch, by the operator's rule: batchSize = ceil(pct * total / 100),
+    the i-th batch brings the updated count to min((i + 1) * batchSize, total); progress moves in
+    steps of pct, so there are ceil(100 / pct) batches even when some are empty."""
+    pct = int(pct or 100)
+    if not 1 <= pct <= 100:
+        raise InvalidInput("batch percentage must be 1-100, not %s" % pct)
+    count = batches(pct)
+    size = int(math.ceil(pct * total / 100.0)) if total else 0
+    done, sizes = 0, []
+    for index in range(count):
+        upto = min((index + 1) * size, total)
+        sizes.append(upto - done)
+        done = upto
+    return sizes
+
+
+def node_seconds(samples):
+    """Seconds a batch's nodes take to come back, from what the cluster shows: the slowest of the
+    hypervisor Pods' creation-to-Ready times (a batch ends when its last node is back)."""
+    good = [float(s) for s in samples if s is not None and s >= 0]
+    return max(good) if good else DEFAULT_NODE_SECONDS
+
+
+def pool_schedule(total, pct, interval_seconds, node_ready_seconds, bake_seconds=0.0):
+    """The planned batches of one campaign: [{index, nodes, start, end, progress}] in seconds from
+    its start, and its total. Upstream, a batch counts as done once its nodes run Pods of the new
+    hash (Ready or not: the operator rolls blind), and the next starts max(batchInterval, 3 s)
+    later; a batch of no node still waits its gap (batches are counted by progress, not nodes).
+    Each batch ends when its nodes are back; the campaign when the last of them is."""
+    if not total:
+        return [], 0.0  # no objects: the operator has nothing to update
+    gap = max(float(interval_seconds or 0), MIN_BATCH_GAP, float(bake_seconds or 0))
+    sizes = batch_sizes(total, pct)
+    out = []
+    for index, nodes in enumerate(sizes):
+        start = index * gap
+        end = start + (float(node_ready_seconds) if nodes else 0.0)
+        out.append({"index": index + 1, "nodes": nodes, "start": round(start, 1), "end": round(end, 1),
+                    "progress": min(100, int(pct) * (index + 1)) if index + 1 < len(sizes) else 100})
+    seconds = max(b["end"] for b in out) + OPERATOR_REACTION
+    return out, round(seconds, 1)
 
 
 # ---- status reading (the stale guard) -----------------------------------------------------------

@@ -11,7 +11,6 @@ import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.gate_check import GatedBatches
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import (
@@ -314,10 +313,10 @@ class RolloutTask:
         how long they take, a batch's nodes as long to come back as the slowest hypervisor Pod took
         to become Ready; with gates, each gap is the held interval and the last batch bakes too."""
         nodes = observer.gpunodes()
-        node_ready = plans.node_seconds(ready_seconds(p) for p in observer.hypervisor_pods())
-        batches, seconds = plans.pool_schedule(len(nodes), pct, interval, node_ready,
-                                               bake_seconds=hold or 0)
-        plain = plans.pool_schedule(len(nodes), pct, interval, node_ready)[1]
+        node_ready = rollout.node_seconds(ready_seconds(p) for p in observer.hypervisor_pods())
+        batches, seconds = rollout.pool_schedule(len(nodes), pct, interval, node_ready,
+                                                 bake_seconds=hold or 0)
+        plain = rollout.pool_schedule(len(nodes), pct, interval, node_ready)[1]
         if gate and batches:
             seconds = round(seconds + gate["bake_seconds"], 1)
         return {"nodes": len(nodes), "batch_percentage": pct, "batch_interval": interval_text,

@@ -18,7 +18,7 @@ import heapq
 import re
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import pool_index
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.tfcluster import pool_index
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,

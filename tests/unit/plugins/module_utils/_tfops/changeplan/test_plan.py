@@ -1,4 +1,4 @@
-"""changeplan/plan.py: batches and their schedule, digests, sealed plans and drift."""
+"""changeplan/plan.py: digests, sealed plans and drift."""
 import datetime
 
 import pytest
@@ -8,34 +8,6 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan
 
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
-
-
-@pytest.mark.parametrize("total,pct,sizes", [
-    (4, 100, [4]), (4, 50, [2, 2]), (4, 34, [2, 2, 0]), (10, 20, [2, 2, 2, 2, 2]),
-    (2, 30, [1, 1, 0, 0]),  # the operator's docs: 2 nodes at 30 % give four completions
-    (5, 30, [2, 2, 1, 0]), (0, 50, [0, 0])])
-def test_batches_follow_the_operator_rule(total, pct, sizes):
-    assert plans.batch_sizes(total, pct) == sizes
-    assert sum(sizes) == total
-
-
-def test_the_schedule_has_the_operator_gap_between_batches():
-    # The operator does not wait for a batch's nodes to be Ready: the next batch starts one gap later.
-    batches, seconds = plans.pool_schedule(4, 50, 1.0, 9.5)
-    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 9.5, 50), (3.0, 12.5, 100)]
-    assert seconds == 12.5 + plans.OPERATOR_REACTION
-    _batches, longer = plans.pool_schedule(4, 50, 30.0, 9.5)
-    assert longer == 30.0 + 9.5 + plans.OPERATOR_REACTION  # batchInterval above the 3 s floor
-    _batches, baked = plans.pool_schedule(4, 50, 1.0, 9.5, bake_seconds=20.0)
-    assert baked == 20.0 + 9.5 + plans.OPERATOR_REACTION
-    empty, seconds = plans.pool_schedule(4, 20, 1.0, 0.5)  # 4 nodes at 20 %: the fifth batch has none
-    assert [b["nodes"] for b in empty] == [1, 1, 1, 1, 0] and seconds == 4 * 3.0 + plans.OPERATOR_REACTION
-    assert plans.pool_schedule(0, 20, 1.0, 5.0) == ([], 0.0)
-
-
-def test_node_seconds_takes_the_slowest_pod_and_has_a_default():
-    assert plans.node_seconds([2.0, 7.5, None, 3.0]) == 7.5
-    assert plans.node_seconds([None]) == plans.DEFAULT_NODE_SECONDS
 
 
 def test_digests_are_salted_and_stable():

@@ -1,5 +1,5 @@
-"""gpupool_rollout's decisions without a cluster: what changes, what must wait, estimates, the
-stale-status guard, and every bad input refused before a write."""
+"""gpupool_rollout's decisions without a cluster: what changes, what must wait, estimates (the
+batches and their schedule), the stale-status guard, and every bad input refused before a write."""
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
@@ -278,3 +278,31 @@ def test_diff_masks_secret_looking_env():
                                               {"name": "LOG_LEVEL", "value": "info"}]})
     assert masked["env"] == [{"name": "TF_LICENSE", "value": "********"},
                              {"name": "LOG_LEVEL", "value": "info"}]
+
+
+@pytest.mark.parametrize("total,pct,sizes", [
+    (4, 100, [4]), (4, 50, [2, 2]), (4, 34, [2, 2, 0]), (10, 20, [2, 2, 2, 2, 2]),
+    (2, 30, [1, 1, 0, 0]),  # the operator's docs: 2 nodes at 30 % give four completions
+    (5, 30, [2, 2, 1, 0]), (0, 50, [0, 0])])
+def test_batches_follow_the_operator_rule(total, pct, sizes):
+    assert rollout.batch_sizes(total, pct) == sizes
+    assert sum(sizes) == total
+
+
+def test_the_schedule_has_the_operator_gap_between_batches():
+    # The operator does not wait for a batch's nodes to be Ready: the next batch starts one gap later.
+    batches, seconds = rollout.pool_schedule(4, 50, 1.0, 9.5)
+    assert [(b["start"], b["end"], b["progress"]) for b in batches] == [(0.0, 9.5, 50), (3.0, 12.5, 100)]
+    assert seconds == 12.5 + rollout.OPERATOR_REACTION
+    _batches, longer = rollout.pool_schedule(4, 50, 30.0, 9.5)
+    assert longer == 30.0 + 9.5 + rollout.OPERATOR_REACTION  # batchInterval above the 3 s floor
+    _batches, baked = rollout.pool_schedule(4, 50, 1.0, 9.5, bake_seconds=20.0)
+    assert baked == 20.0 + 9.5 + rollout.OPERATOR_REACTION
+    empty, seconds = rollout.pool_schedule(4, 20, 1.0, 0.5)  # 4 nodes at 20 %: the fifth batch has none
+    assert [b["nodes"] for b in empty] == [1, 1, 1, 1, 0] and seconds == 4 * 3.0 + rollout.OPERATOR_REACTION
+    assert rollout.pool_schedule(0, 20, 1.0, 5.0) == ([], 0.0)
+
+
+def test_node_seconds_takes_the_slowest_pod_and_has_a_default():
+    assert rollout.node_seconds([2.0, 7.5, None, 3.0]) == 7.5
+    assert rollout.node_seconds([None]) == rollout.DEFAULT_NODE_SECONDS
