@@ -104,10 +104,16 @@ class BusinessWatch:
         """Stop the watches, then list each kind once more and count what the watches had not
         delivered yet (the summary() after it is what the rollout's next call resumes from)."""
         self._stopped.set()
-        for watcher in list(self._watches.values()):
-            watcher.stop()
-        for thread in self._threads:
-            thread.join(JOIN_SECONDS)
+        # A Watch stopped before its request began forgets it (Watch.stream starts by clearing the
+        # flag): a thread still following after a moment is stopped again, its read then cut.
+        for _attempt in range(10):
+            alive = [t for t in self._threads if t.is_alive()]
+            if not alive:
+                break
+            for watcher in list(self._watches.values()):
+                watcher.stop()
+            for thread in alive:
+                thread.join(JOIN_SECONDS / 10)
         for kind, resource in self.resources.items():
             try:
                 items, version = list_versioned(self.main_kube, resource, cached=True)
