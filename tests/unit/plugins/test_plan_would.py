@@ -5,7 +5,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 
 from .test_report import info, marks, upgrade_params
-from .module_utils._tfops.helm.test_release import HV  # helpers shared with that file
+from .module_utils._tfops.gpupool.test_release_changes import HV  # helpers shared with that file
 
 
 def test_a_plan_names_images_and_policy_from_and_to_and_says_would():

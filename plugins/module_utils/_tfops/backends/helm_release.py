@@ -28,17 +28,18 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import pool_keeper
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.cli import on_secret, open_helm
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import (
-    before_versions,
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.release_changes import (
     changes,
-    check_plan_identity,
     diff_of,
-    effective_flags,
-    from_dry_run,
     image_changes,
     manifest_changes,
-    params_secrets,
     rollback_blockers,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import (
+    before_versions,
+    check_plan_identity,
+    effective_flags,
+    params_secrets,
     secrets_in,
     upgrade_args,
     validate,
@@ -173,7 +174,7 @@ def run(ctx):
 
 
 def _rollback_to_snapshot(kube, ctx, task, params, deadline):
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import (
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.restore import (
         ComponentConfigRestore,
     )
     meta, description, clusters, key = load_snapshot(
@@ -534,3 +535,19 @@ class ReleaseTask:
             return "it would fail on %s, rendered by that revision, not by the current one, and " \
                 "present in the cluster" % ", ".join("%s %s" % (k[1], k[3]) for k in blockers)
         return "the last revision is %s, and helm rollback would merge from its manifest" % current_status
+
+
+def from_dry_run(out):
+    """The release a dry run (or a real run) with ``-o json`` prints, as a revision info."""
+    try:
+        rel = json.loads(out)
+    except ValueError:
+        raise HelmError("helm printed no JSON release: %s" % (out or "")[:300])
+    meta = ((rel.get("chart") or {}).get("metadata") or {})
+    return {"revision": rel.get("version"), "status": (rel.get("info") or {}).get("status"),
+            "chart": meta.get("name"), "chart_version": meta.get("version"),
+            "app_version": meta.get("appVersion"), "values": rel.get("config") or {},
+            "manifest": rel.get("manifest") or "",
+            # The chart as helm loaded it (metadata, templates, default values, files): a
+            # re-published chart of the same version has another digest.
+            "chart_digest": plans.plain_digest(rel.get("chart") or {})}

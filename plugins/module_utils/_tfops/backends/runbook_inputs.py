@@ -21,7 +21,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.label
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import ClusterEditor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.rendering import ReleaseStorage
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import inputs
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 

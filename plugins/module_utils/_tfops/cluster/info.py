@@ -16,7 +16,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool im
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.rendering import ReleaseStorage
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import (
@@ -242,7 +242,8 @@ class Gatherer:
             if owner is None or tfc["chart_pools"] is not None:
                 tfc["chart_drift"] = None
                 continue
-            revision, rendered, unchecked = self.storage.rendering(owner["namespace"], owner["name"])
+            revision, rendered, unchecked = self.storage.rendering(
+                owner["namespace"], owner["name"], chart_drift.rendered_pool_settings)
             if unchecked is None and tfc["name"] not in rendered:
                 unchecked = "revision %s of Helm release %s/%s renders no TensorFusionCluster %s" % (
                     revision, owner["namespace"], owner["name"], tfc["name"])

@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.cli import decode_release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import RenderingError, decode_release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.redact import value_hash
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -59,7 +59,7 @@ _CLUSTER_DOC = re.compile(r"^kind:[ \t]*[\"']?TensorFusionCluster[\"']?[ \t]*$",
 _DOC_SPLIT = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
 
-class ChartRenderingError(Exception):
+class ChartRenderingError(RenderingError):
     """The release's stored rendering cannot be read; the message never quotes its content."""
 
 
@@ -156,6 +156,12 @@ def pool_settings(cluster):
         out[entry.get("name")] = dict((path, _effective(template, path, default, fallback))
                                       for path, _kind, default, fallback in FIELDS)
     return out
+
+
+def rendered_pool_settings(release_data):
+    """{cluster: pool settings} of a release's stored rendering (rendered_clusters, pool_settings):
+    what helm/storage.py's ReleaseStorage.rendering keeps of it for the chart drift check."""
+    return dict((cluster, pool_settings(doc)) for cluster, doc in rendered_clusters(release_data).items())
 
 
 def _safe(value):

@@ -29,6 +29,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.redac
     MASK,
     mask_set_expression,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import stored_release
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 # Environment that would make helm talk to another cluster than the resolved one.
@@ -517,23 +518,6 @@ def values_yaml(values):
 
 
 # ---- a revision's stored chart (for a rollback that helm rollback cannot do) -------------------
-def decode_release(data):
-    """The release JSON helm keeps in a storage Secret's ``release`` key (as the API returns it:
-    base64 of helm's base64 of gzipped JSON)."""
-    import gzip
-    raw = base64.b64decode(base64.b64decode(data))
-    if raw[:3] == b"\x1f\x8b\x08":
-        raw = gzip.decompress(raw)
-    return json.loads(raw)
-
-
-def stored_release(kube, name, namespace, revision):
-    """The stored release of one revision, read from helm's Secret storage driver."""
-    secrets = kube.resource("Secret", api_version="v1")
-    secret_name = "sh.helm.release.v1.%s.v%s" % (name, revision)
-    obj = kube.call("get", "secrets/%s/%s" % (namespace, secret_name), secrets.get,
-                    name=secret_name, namespace=namespace).to_dict()
-    return decode_release((obj.get("data") or {})["release"])
 
 
 def write_stored_chart(folder, release):

@@ -5,7 +5,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 
-from ..helm.test_restore import template  # helpers shared with that file
+from ..gpupool.test_restore import template  # helpers shared with that file
 
 
 def _step(name, status="ok", msg=""):

@@ -1,8 +1,6 @@
 """helm/cli.py without a cluster: the helm version and flag mapping, extra arguments, pending
-detection, a stored release decoded and its kubeconfig."""
+detection and the kubeconfig."""
 import base64
-import gzip
-import json
 
 import pytest
 
@@ -127,23 +125,6 @@ def test_pending_and_last_deployed():
     assert helmcli.pending_state(hist[:2]) is None
     assert helmcli.last_deployed_revision([{"revision": 1, "status": "pending-install"}]) is None
     assert helmcli.chart_version_of("tensor-fusion-1.8.7") == ("tensor-fusion", "1.8.7")
-
-
-def test_decode_release_and_write_its_chart(tmp_path):
-    body = {"chart": {"metadata": {"name": "c", "version": "0.1.0", "apiVersion": "v2"},
-                      "values": {"a": 1},
-                      "templates": [{"name": "templates/cm.yaml", "data": base64.b64encode(b"kind: X").decode()}],
-                      "files": [{"name": "crds/crd.yaml", "data": base64.b64encode(b"kind: CRD").decode()}]}}
-    stored = base64.b64encode(base64.b64encode(gzip.compress(json.dumps(body).encode()))).decode()
-    assert helmcli.decode_release(stored) == body
-    folder = helmcli.write_stored_chart(str(tmp_path / "chart"), body)
-    assert json.loads((tmp_path / "chart" / "Chart.yaml").read_text())["name"] == "c"
-    assert (tmp_path / "chart" / "templates" / "cm.yaml").read_text() == "kind: X"
-    assert (tmp_path / "chart" / "crds" / "crd.yaml").read_text() == "kind: CRD"
-    assert folder == str(tmp_path / "chart")
-    evil = {"chart": dict(body["chart"], templates=[{"name": "../../escape", "data": ""}])}
-    with pytest.raises(HelmError):
-        helmcli.write_stored_chart(str(tmp_path / "chart2"), evil)
 
 
 def test_kubeconfig_from_a_configuration(tmp_path):

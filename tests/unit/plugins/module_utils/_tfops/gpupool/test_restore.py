@@ -1,6 +1,6 @@
 """A rollback restores the whole pool spec its restore point captured: componentConfig and the
 rolling policy (batchPercentage, batchInterval, the autoUpdate flags), and says what it restored
-field by field (Pod templates named, never shown); pure functions of helm/restore.py, and the
+field by field (Pod templates named, never shown); pure functions of gpupool/restore.py, and the
 restore plan that takes masked secrets back from the cluster."""
 import copy
 import json
@@ -10,14 +10,14 @@ import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import restore
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import restore
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.restore import plan_cluster
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.restore import plan_cluster
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import PAUSED_BY_US
 
-from .test_bundle import KEY  # helpers shared with that file
+from ..helm.test_bundle import KEY  # helpers shared with that file
 
 
 def template(image="hv:1", pct=17, interval="1s", auto=True, license_value="LIC"):

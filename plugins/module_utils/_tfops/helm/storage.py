@@ -1,22 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Helm's Secret storage of a release, read for tf_cluster_info: the revisions and their status
-from the storage Secrets' labels (a metadata-only list, no Secret data), and the release's last
-rendering of its TensorFusionClusters.
+"""Helm's Secret storage of a release, the one place it is read: the revisions and their status
+from the storage Secrets' labels (a metadata-only list, no Secret data), a revision's stored
+release decoded (a rollback that helm rollback cannot do rebuilds its chart from it, helm/cli.py),
+and the release's last rendering as a caller reads it.
 
-The rendering is the one read of Secret data: one GET of the newest deployed revision's storage
-Secret, decoded in memory, of which only the compared pool fields of the manifest's
-TensorFusionCluster documents are kept (gpupool/chart_drift.py). The values, the chart, the config and
-every other manifest document are dropped here, never returned, logged or put in a finding."""
+The rendering is the one read of Secret data for tf_cluster_info: one GET of the newest deployed
+revision's storage Secret, decoded in memory by the caller's ``render`` (gpupool/chart_drift.py
+keeps only the compared pool fields of the manifest's TensorFusionCluster documents). The values,
+the chart, the config and every other manifest document are dropped there, never returned,
+logged or put in a finding."""
 
 from __future__ import annotations
 
+import base64
 import json
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, Forbidden
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
+
+
+class RenderingError(Exception):
+    """A stored rendering that cannot be read; the message never quotes its content."""
 
 
 class ReleaseStorage:
@@ -25,7 +31,7 @@ class ReleaseStorage:
     def __init__(self, kube):
         self.kube = kube
         self._revisions = {}  # (namespace, release) -> [{name, status, revision, secret}]
-        self._renderings = {}  # (namespace, release) -> (revision, {cluster: pool settings}, unchecked)
+        self._renderings = {}  # (namespace, release) -> (revision, rendered, unchecked)
 
     def revisions(self, namespace, release):
         """Every stored revision of a release, from the storage labels (metadata only)."""
@@ -40,15 +46,16 @@ class ReleaseStorage:
                                                    label_selector="owner=helm,name=%s" % release, project=project))
         return self._revisions[key]
 
-    def rendering(self, namespace, release):
-        """(revision, {cluster: pool settings}, None) of the release's newest deployed revision, or
+    def rendering(self, namespace, release, render):
+        """(revision, render(stored release), None) of the release's newest deployed revision, or
         (revision or None, None, why it cannot be read): the check is advice, so a refusal or an
-        unreadable record is said, not raised."""
+        unreadable record (``render`` raises RenderingError) is said, not raised. Read once per
+        release."""
         if (namespace, release) not in self._renderings:
-            self._renderings[(namespace, release)] = self._read(namespace, release)
+            self._renderings[(namespace, release)] = self._read(namespace, release, render)
         return self._renderings[(namespace, release)]
 
-    def _read(self, namespace, release):
+    def _read(self, namespace, release, render):
         try:
             deployed = [r for r in self.revisions(namespace, release) if r["status"] == "deployed"]
         except Forbidden:  # only in another namespace than the module's, which was listed already
@@ -74,9 +81,29 @@ class ReleaseStorage:
                 namespace, name)
         try:
             stored = (json.loads(response.data).get("data") or {}).get("release")
-            clusters = chart_drift.rendered_clusters(stored)
+            rendered = render(stored)
         except ValueError:
             return revision, None, "the API server's answer for %s/%s is not JSON" % (namespace, name)
-        except chart_drift.ChartRenderingError as exc:
+        except RenderingError as exc:
             return revision, None, "revision %d of Helm release %s/%s: %s" % (revision, namespace, release, exc)
-        return revision, dict((cluster, chart_drift.pool_settings(doc)) for cluster, doc in clusters.items()), None
+        return revision, rendered, None
+
+
+# ---- a revision's stored release --------------------------------------------------------------
+def decode_release(data):
+    """The release JSON helm keeps in a storage Secret's ``release`` key (as the API returns it:
+    base64 of helm's base64 of gzipped JSON)."""
+    import gzip
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:3] == b"\x1f\x8b\x08":
+        raw = gzip.decompress(raw)
+    return json.loads(raw)
+
+
+def stored_release(kube, name, namespace, revision):
+    """The stored release of one revision, read from helm's Secret storage driver."""
+    secrets = kube.resource("Secret", api_version="v1")
+    secret_name = "sh.helm.release.v1.%s.v%s" % (name, revision)
+    obj = kube.call("get", "secrets/%s/%s" % (namespace, secret_name), secrets.get,
+                    name=secret_name, namespace=namespace).to_dict()
+    return decode_release((obj.get("data") or {})["release"])
