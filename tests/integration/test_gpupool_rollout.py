@@ -270,7 +270,7 @@ def test_an_api_server_outage_during_the_wait_is_ridden_out(lab, api_client, sec
 def test_concurrent_edit_of_another_pool_survives(lab, api_client):
     """A write that conflicts is re-read and re-applied: the other writer's change stays."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
-    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rl
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout as rl
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
         ClusterEditor, pool_entry_transform)
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube

@@ -1,6 +1,6 @@
 """The run report's record of a plan says "would" and what it would set, from and to; it says how a
 plain helm rollback to a revision that recorded a pause must be followed (pure parts)."""
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 

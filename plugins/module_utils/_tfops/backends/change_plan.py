@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (

@@ -6,7 +6,7 @@ against the cluster, then the rollout (gpupool/rollout_task.py's RolloutTask) fr
 
 from __future__ import annotations
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import RolloutTask, validate
 
 

@@ -14,8 +14,8 @@ import json
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     HelmError,

@@ -11,7 +11,7 @@ import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store_kube
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.locations import (
     CLUSTER,

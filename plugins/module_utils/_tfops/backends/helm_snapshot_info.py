@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.locations import (
     CLUSTER,
     described,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.lock import check_run_id
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record as report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render

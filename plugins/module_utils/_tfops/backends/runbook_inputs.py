@@ -18,7 +18,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     TfopsError,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import ClusterEditor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.restart import Restarter, read_secret_metadata
 
 
@@ -32,7 +32,7 @@ def run(ctx):
         result["diff"] = [dict(
             before_header="%s/%s" % (r["namespace"], r["name"]),
             after_header="%s/%s" % (r["namespace"], r["name"]),
-            before="%s: %s\n" % (workloads.RESTARTED_AT, r["previous_restarted_at"]) if r["previous_restarted_at"] else "",
-            after="%s: %s\n" % (workloads.RESTARTED_AT, r.get("restarted_at", "(set at restart)")))
+            before="%s: %s\n" % (decisions.RESTARTED_AT, r["previous_restarted_at"]) if r["previous_restarted_at"] else "",
+            after="%s: %s\n" % (decisions.RESTARTED_AT, r.get("restarted_at", "(set at restart)")))
             for r in results if r["restarted"]]
     return result

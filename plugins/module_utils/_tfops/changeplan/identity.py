@@ -8,7 +8,7 @@ with the spec (never with the operator's status updates), so an idle cluster kee
 
 from __future__ import annotations
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plans
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The read-only picture of a TensorFusion installation, gathered in a few paginated list calls
 (never one call per object) and slimmed as it arrives, so that 1,000 nodes and 10,000 Pods stay
-cheap. Helm's storage is read in helm/rendering.py (the one read of Secret data: the newest
+cheap. Helm's storage is read in helm/storage.py (the one read of Secret data: the newest
 deployed revision of a release that owns a TensorFusionCluster, only its TensorFusionClusters kept)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.label
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import pod_ready, waiting_containers
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError

@@ -11,7 +11,7 @@ import time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import condition, live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,

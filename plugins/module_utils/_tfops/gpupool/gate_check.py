@@ -15,7 +15,7 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import event_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import GateFailed

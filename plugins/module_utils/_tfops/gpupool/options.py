@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 
 # The keys of one pool of a runbook's tfops_pools (the pool_updates filter turns it into
 # gpupool_rollout options).

@@ -15,7 +15,7 @@ import sys
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, TfopsError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher

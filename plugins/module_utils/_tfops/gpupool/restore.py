@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     Superseded,
@@ -23,14 +23,14 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     start_watch,
     with_paused_marker,
 )
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.bundle import unmask_like
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshots import unmask_like
 
 # How many replaced campaigns a restore follows (helm's own changes start one or two before ours).
 MAX_FOLLOWS = 5
 
 
 def with_restored(live_template, restored):
-    """``live_template`` with the parts of ``restored`` (a gpupool/plan.py pool_view) a restore
+    """``live_template`` with the parts of ``restored`` (a gpupool/rollout.py pool_view) a restore
     gives back; every other field of the live pool is kept as it is."""
     new = copy.deepcopy(live_template or {})
     new["componentConfig"] = copy.deepcopy(restored["componentConfig"])

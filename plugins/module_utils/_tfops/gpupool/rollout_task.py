@@ -11,7 +11,7 @@ import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.gate_check import GatedBatches
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import (
     Deadline,

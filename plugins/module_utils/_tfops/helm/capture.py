@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Capturing a snapshot bundle from the cluster (helm + API), the cluster's identity and the
 bundle key (the Secret in the release's namespace, created on first use, or the task's own key);
-the bundle format itself lives in helm/bundle.py, the signature and fingerprints in helm/signing.py."""
+the bundle format itself lives in helm/snapshots.py, the signature and fingerprints in helm/signing.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.label
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.release import (

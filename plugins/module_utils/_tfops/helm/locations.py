@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) tensorfusion.ops contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Snapshot bundles by location, over both stores: a folder (helm/bundle.py) and Secrets in the
+"""Snapshot bundles by location, over both stores: a folder (helm/snapshots.py) and Secrets in the
 release namespace (helm/store.py, API calls in helm/store_kube.py) - which stores a task names,
 opening one bundle (a restore's) and describing every bundle there is."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store_kube
 
 LOCAL, CLUSTER, BOTH = snapshots.LOCAL, snapshots.CLUSTER, snapshots.BOTH

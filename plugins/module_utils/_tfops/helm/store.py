@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import MANAGED_BY, selector_terms
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 SECRET_TYPE = "tensorfusion.ops/snapshot"

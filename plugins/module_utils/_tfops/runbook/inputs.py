@@ -24,7 +24,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates as gate_rules
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import options as pool_options
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.options import (
     BUSINESS_CHANGE_OPTIONS,

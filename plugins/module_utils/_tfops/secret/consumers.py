@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import live, live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import refs as secretrefs
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
@@ -213,7 +213,7 @@ class PoolComponentConsumer:
         # The rotation's child: the roll's warnings reach the rotation's result. Hypervisor Pods
         # that do not start end the wait as fast as a Deployment's new Pods end its rollout's.
         task = RolloutTask(self.ctx.child(deadline=deadline or Deadline(timeout=60)), params,
-                           template_change=transform, pods_fail_after=workloads.FATAL_FOR_SECONDS)
+                           template_change=transform, pods_fail_after=decisions.FATAL_FOR_SECONDS)
         writes = self.kube.writes
         try:
             task.run()
@@ -225,7 +225,7 @@ class PoolComponentConsumer:
         return self._write(lambda t: secret_plan.repoint_template(t, old, new), deadline)
 
     def mark(self, secret_meta, deadline=None):
-        key, value = workloads.secret_annotation(secret_meta)
+        key, value = decisions.secret_annotation(secret_meta)
         return self._write(lambda t: secret_plan.mark_template_env(
             t, key, value, DEFAULT_CONTAINER[self.component]), deadline)
 

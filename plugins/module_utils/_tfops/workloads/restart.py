@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
@@ -49,8 +49,8 @@ def selector_string(label_selector):
 
 class Restarter:
     def __init__(self, kube, kind):
-        if kind not in workloads.KINDS:
-            raise InvalidInput("kind must be one of %s, not %s" % (", ".join(workloads.KINDS), kind))
+        if kind not in decisions.KINDS:
+            raise InvalidInput("kind must be one of %s, not %s" % (", ".join(decisions.KINDS), kind))
         self.kube = kube
         self.kind = kind
         self.api = kube.resource(kind, api_version="apps/v1")
@@ -103,22 +103,22 @@ class Restarter:
         false (``kubectl rollout status`` only). Either way, with ``wait``, return only once its
         rollout is complete."""
         meta = obj["metadata"]
-        annotations = workloads.template_annotations(obj)
+        annotations = decisions.template_annotations(obj)
         item = {"kind": self.kind, "namespace": meta["namespace"], "name": meta["name"],
                 "old_revision": self.revision(obj), "restarted": False,
-                "previous_restarted_at": annotations.get(workloads.RESTARTED_AT)}
+                "previous_restarted_at": annotations.get(decisions.RESTARTED_AT)}
         extra = {}
         if not restart:
             skip, reason = True, "no restart requested: rollout status only"
         elif secret is not None:
-            key, version = workloads.secret_annotation(secret)
+            key, version = decisions.secret_annotation(secret)
             extra[key] = version
             skip = annotations.get(key) == version
             reason = "the Pod template already records a restart for this version of Secret %s" \
                 % secret["metadata"]["name"] if skip else \
                 "Secret %s changed since the last restart" % secret["metadata"]["name"]
         elif restarted_after is not None:
-            skip = workloads.all_started_after(self.pods_of(obj), restarted_after)
+            skip = decisions.all_started_after(self.pods_of(obj), restarted_after)
             reason = "every Pod started after %s" % restarted_after.isoformat() if skip else \
                 "some Pods started before %s" % restarted_after.isoformat()
         else:
@@ -136,7 +136,7 @@ class Restarter:
             return item
         stamp = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
         patched = self.kube.call("patch", "%ss/%s" % (self.kind.lower(), meta["name"]), self.api.patch,
-                                 body=workloads.restart_patch(stamp, extra), name=meta["name"],
+                                 body=decisions.restart_patch(stamp, extra), name=meta["name"],
                                  namespace=meta["namespace"],
                                  content_type="application/merge-patch+json").to_dict()
         item["restarted_at"] = stamp
@@ -164,8 +164,8 @@ class Restarter:
                 return
             next_look = time.monotonic() + POD_CHECK_SECONDS
             replica_set = self.revision(current) if self.kind == "Deployment" else None
-            pods = workloads.current_pods(self.kind, current, self.pods_of(current), replica_set)
-            lasting = workloads.lasting_failures(workloads.failing_pods(pods), first_seen, time.monotonic())
+            pods = decisions.current_pods(self.kind, current, self.pods_of(current), replica_set)
+            lasting = decisions.lasting_failures(decisions.failing_pods(pods), first_seen, time.monotonic())
             if lasting:
                 raise RolloutFailed("%s %s/%s cannot finish its rollout: its new Pods do not start: %s" % (
                     self.kind, meta["namespace"], meta["name"], "; ".join(lasting[:10])),
@@ -179,12 +179,12 @@ class Restarter:
             if int(current["metadata"].get("generation") or 0) < generation:
                 return False, "%s %s/%s: waiting for generation %d" % (
                     self.kind, meta["namespace"], meta["name"], generation)
-            failure = workloads.rollout_failure(self.kind, current)
+            failure = decisions.rollout_failure(self.kind, current)
             if failure:  # waiting longer cannot help: end now, with the cause
-                problems = workloads.pod_problems(self.pods_of(current))
+                problems = decisions.pod_problems(self.pods_of(current))
                 raise RolloutFailed(failure + ("; Pods not Ready: " + "; ".join(problems[:10]) if problems else ""),
                                     pods_not_ready=problems)
-            done, detail = workloads.rollout_state(self.kind, current)
+            done, detail = decisions.rollout_state(self.kind, current)
             if not done:
                 new_pods_fail(current)
             return done, detail
@@ -192,7 +192,7 @@ class Restarter:
         try:
             return watcher.wait(check, deadline, wakeup=lambda: POD_CHECK_SECONDS)
         except WaitTimeout as exc:
-            problems = workloads.pod_problems(self.pods_of(obj))
+            problems = decisions.pod_problems(self.pods_of(obj))
             if problems:
                 exc.msg += "; Pods not Ready: " + "; ".join(problems[:10])
                 exc.details["pods_not_ready"] = problems

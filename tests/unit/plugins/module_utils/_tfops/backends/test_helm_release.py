@@ -2,7 +2,7 @@
 import hashlib
 
 import pytest
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import UnusableBundle
 from ..helm.test_signing import KEY, OTHER  # helpers shared with that file
 

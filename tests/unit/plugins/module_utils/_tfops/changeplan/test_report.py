@@ -2,7 +2,7 @@
 policy-only change and a rotation (plans say "would")."""
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import report as plan_report
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
 
 from ..gpupool.test_restore import template  # helpers shared with that file

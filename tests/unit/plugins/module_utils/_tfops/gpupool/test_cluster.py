@@ -10,7 +10,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, WaitTimeout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import cluster
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import RolloutWait, Stalled, paused_marker, with_paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import plan_change
 

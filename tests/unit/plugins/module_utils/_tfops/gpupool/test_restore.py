@@ -9,15 +9,15 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import restore
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.restore import plan_cluster
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.plan import PAUSED_BY_US
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout import PAUSED_BY_US
 
-from ..helm.test_bundle import KEY  # helpers shared with that file
+from ..helm.test_snapshots import KEY  # helpers shared with that file
 
 
 def template(image="hv:1", pct=17, interval="1s", auto=True, license_value="LIC"):

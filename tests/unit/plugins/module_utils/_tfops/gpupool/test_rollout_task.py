@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.rollout_task import plan_change
 
 

@@ -1,4 +1,4 @@
-"""Signed bundle indexes and keyed fingerprints (helm/signing.py, helm/bundle.py): a bundle whose content
+"""Signed bundle indexes and keyed fingerprints (helm/signing.py, helm/snapshots.py): a bundle whose content
 a forger changed and whose index he recomputed is refused, as is one with no signature (unless
 allowed), one signed with another key and one whose key is unknown; fingerprints are keyed, never
 a bare hash of the value, and the key appears in no file of the bundle."""
@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 

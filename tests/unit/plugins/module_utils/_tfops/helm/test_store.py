@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 KEY = signing.BundleKey(bytes(range(32)))

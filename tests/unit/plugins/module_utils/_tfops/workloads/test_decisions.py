@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions as workloads
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import decisions
 
 
 UTC = datetime.timezone.utc
@@ -28,7 +28,7 @@ def deploy(generation=2, observed=2, replicas=3, updated=3, total=3, available=3
                          "message": "took too long"}]), False, "exceeded its progress deadline"),
 ])
 def test_deployment_rollout_state(obj, done, fragment):
-    ok, detail = workloads.rollout_state("Deployment", obj)
+    ok, detail = decisions.rollout_state("Deployment", obj)
     assert ok is done
     assert fragment in detail
 
@@ -38,26 +38,26 @@ def test_statefulset_waits_for_revision_and_readiness():
            "spec": {"replicas": 2},
            "status": {"observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 1,
                       "currentRevision": "s-1", "updateRevision": "s-2"}}
-    assert workloads.rollout_state("StatefulSet", sts)[0] is False
+    assert decisions.rollout_state("StatefulSet", sts)[0] is False
     sts["status"]["currentRevision"] = "s-2"
-    assert workloads.rollout_state("StatefulSet", sts)[0] is True
+    assert decisions.rollout_state("StatefulSet", sts)[0] is True
     sts["status"]["readyReplicas"] = 1
-    assert workloads.rollout_state("StatefulSet", sts) == (False, "StatefulSet ns/s: 1 of 2 replicas ready")
+    assert decisions.rollout_state("StatefulSet", sts) == (False, "StatefulSet ns/s: 1 of 2 replicas ready")
     sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    assert workloads.rollout_state("StatefulSet", sts)[0] is True
+    assert decisions.rollout_state("StatefulSet", sts)[0] is True
 
 
 def test_daemonset_state():
     ds = {"metadata": {"name": "x", "namespace": "ns", "generation": 1},
           "status": {"observedGeneration": 1, "desiredNumberScheduled": 4,
                      "updatedNumberScheduled": 4, "numberAvailable": 3}}
-    assert workloads.rollout_state("DaemonSet", ds) == (False, "DaemonSet ns/x: 3 of 4 updated Pods available")
+    assert decisions.rollout_state("DaemonSet", ds) == (False, "DaemonSet ns/x: 3 of 4 updated Pods available")
     ds["status"]["numberAvailable"] = 4
-    assert workloads.rollout_state("DaemonSet", ds)[0] is True
+    assert decisions.rollout_state("DaemonSet", ds)[0] is True
 
 
 def test_restart_patch_matches_kubectl():
-    assert workloads.restart_patch("T") == {
+    assert decisions.restart_patch("T") == {
         "spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "T"}}}}}
 
 
@@ -74,27 +74,27 @@ def pod(name, start, ready=True, waiting=None, deleting=False):
 def test_all_started_after_ignores_terminating_pods():
     after = datetime.datetime(2026, 11, 29, 2, 0, tzinfo=UTC)
     pods = [pod("new", "2026-11-29T02:00:05Z"), pod("old", "2026-11-29T01:00:00Z", deleting=True)]
-    assert workloads.all_started_after(pods, after)
+    assert decisions.all_started_after(pods, after)
     pods.append(pod("stale", "2026-11-29T01:59:59Z"))
-    assert not workloads.all_started_after(pods, after)
+    assert not decisions.all_started_after(pods, after)
 
 
 def test_pod_problems_name_the_reason():
-    problems = workloads.pod_problems([pod("a", "t"), pod("b", "t", ready=False, waiting="ImagePullBackOff"),
+    problems = decisions.pod_problems([pod("a", "t"), pod("b", "t", ready=False, waiting="ImagePullBackOff"),
                                        pod("c", "t", ready=False)])
     assert problems == ["b (c: ImagePullBackOff)", "c (phase Pending)"]
 
 
 def test_secret_annotation_records_version_not_content():
     secret = {"metadata": {"name": "creds", "uid": "u-1", "resourceVersion": "42"}, "data": {"k": "c2VjcmV0"}}
-    assert workloads.secret_annotation(secret) == ("secret.ops.tensor-fusion.ai/creds", "u-1:42")
+    assert decisions.secret_annotation(secret) == ("secret.ops.tensor-fusion.ai/creds", "u-1:42")
     long_name = {"metadata": {"name": "x" * 80, "uid": "u", "resourceVersion": "1"}}
-    key, _value = workloads.secret_annotation(long_name)
+    key, _value = decisions.secret_annotation(long_name)
     assert len(key.split("/", 1)[1]) <= 63
 
 
 def test_restart_patch_carries_extra_annotations():
-    patch = workloads.restart_patch("T", {"secret.ops.tensor-fusion.ai/creds": "u:1"})
+    patch = decisions.restart_patch("T", {"secret.ops.tensor-fusion.ai/creds": "u:1"})
     assert patch["spec"]["template"]["metadata"]["annotations"] == {
         "kubectl.kubernetes.io/restartedAt": "T", "secret.ops.tensor-fusion.ai/creds": "u:1"}
 
@@ -102,12 +102,12 @@ def test_restart_patch_carries_extra_annotations():
 def test_a_deployment_past_its_progress_deadline_cannot_finish_by_waiting():
     gave_up = [{"type": "Progressing", "reason": "ProgressDeadlineExceeded",
                 "message": 'ReplicaSet "d-7f" has timed out progressing.'}]
-    failure = workloads.rollout_failure("Deployment", deploy(updated=1, conditions=gave_up))
+    failure = decisions.rollout_failure("Deployment", deploy(updated=1, conditions=gave_up))
     assert failure == 'Deployment ns/d exceeded its progress deadline (600s): ReplicaSet "d-7f" has timed out progressing.'
     # Not yet judged for the new generation (a restart just written): not a failure yet.
-    assert workloads.rollout_failure("Deployment", deploy(observed=1, conditions=gave_up)) is None
-    assert workloads.rollout_failure("Deployment", deploy(updated=1)) is None
-    assert workloads.rollout_failure("StatefulSet", deploy(conditions=gave_up)) is None
+    assert decisions.rollout_failure("Deployment", deploy(observed=1, conditions=gave_up)) is None
+    assert decisions.rollout_failure("Deployment", deploy(updated=1)) is None
+    assert decisions.rollout_failure("StatefulSet", deploy(conditions=gave_up)) is None
 
 
 def _pod(name, reason=None, owner="web-5d8f", deleting=False, message="back-off"):
@@ -122,24 +122,24 @@ def _pod(name, reason=None, owner="web-5d8f", deleting=False, message="back-off"
 def test_failing_pods_names_only_states_that_waiting_does_not_mend():
     pods = [_pod("a", "ImagePullBackOff"), _pod("b", "ContainerCreating"), _pod("c"),
             _pod("d", "CrashLoopBackOff", deleting=True), _pod("e", "CrashLoopBackOff", message=None)]
-    assert workloads.failing_pods(pods) == {"a": "app: ImagePullBackOff (back-off)",
+    assert decisions.failing_pods(pods) == {"a": "app: ImagePullBackOff (back-off)",
                                             "e": "app: CrashLoopBackOff (no message)"}
 
 
 def test_a_failure_must_last_before_it_ends_the_wait_and_a_recovered_pod_is_forgotten():
     seen = {}
-    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 100.0) == []
-    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 129.0) == []
-    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 130.0) == \
+    assert decisions.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 100.0) == []
+    assert decisions.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 129.0) == []
+    assert decisions.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 130.0) == \
         ["a app: ImagePullBackOff (x) for 30s"]
-    assert workloads.lasting_failures({}, seen, 131.0) == [] and seen == {}
-    assert workloads.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 140.0) == []
+    assert decisions.lasting_failures({}, seen, 131.0) == [] and seen == {}
+    assert decisions.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 140.0) == []
 
 
 def test_current_pods_are_those_of_the_rollout_in_progress():
     pods = [_pod("new", owner="web-new"), _pod("old", owner="web-old")]
-    assert [p["metadata"]["name"] for p in workloads.current_pods("Deployment", {}, pods, "web-new")] == ["new"]
+    assert [p["metadata"]["name"] for p in decisions.current_pods("Deployment", {}, pods, "web-new")] == ["new"]
     sts = {"status": {"updateRevision": "web-old"}}
-    assert [p["metadata"]["name"] for p in workloads.current_pods("StatefulSet", sts, pods)] == ["old"]
-    assert workloads.current_pods("DaemonSet", {}, pods) == []
-    assert workloads.current_pods("Deployment", {}, pods, None) == []
+    assert [p["metadata"]["name"] for p in decisions.current_pods("StatefulSet", sts, pods)] == ["old"]
+    assert decisions.current_pods("DaemonSet", {}, pods) == []
+    assert decisions.current_pods("Deployment", {}, pods, None) == []

@@ -3,7 +3,7 @@ batches and their schedule), the stale-status guard, and every bad input refused
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import plan as rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     Superseded,

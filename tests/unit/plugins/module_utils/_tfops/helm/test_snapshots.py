@@ -1,4 +1,4 @@
-"""helm/bundle.py: bundle writing, verification, selection and pruning, objects and secret
+"""helm/snapshots.py: bundle writing, verification, selection and pruning, objects and secret
 references cleaned."""
 import base64
 import os
@@ -7,7 +7,7 @@ import stat
 import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import bundle as snapshots
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import snapshots
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ..core.test_redact import DEPLOY_DOC, SECRET_DOC  # helpers shared with that file
 

@@ -1,10 +1,10 @@
-"""changeplan/plan.py: digests, sealed plans and drift."""
+"""changeplan/plans.py: digests, sealed plans and drift."""
 import datetime
 
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import PlanRefused
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plan as plans
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan import plans
 
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
