@@ -52,9 +52,13 @@ def rollout_step(batch, watch, target, shown, check_mode=False):
     return _checked(decisions.rollout_step, batch, watch, target, shown, check_mode)
 
 
+def split_findings(findings, downgrade_codes=None):
+    return _checked(decisions.split_findings, findings, downgrade_codes)
+
+
 class FilterModule:
     def filters(self):
         return {"run_deadline": run_deadline, "lock_renewal_due": lock_renewal_due, "run_resumable": run_resumable,
                 "change_unverified": change_unverified, "rbac_runbooks": rbac_runbooks,
                 "rollback_bundle": rollback_bundle, "nothing_to_roll_back": nothing_to_roll_back,
-                "rollout_step": rollout_step}
+                "rollout_step": rollout_step, "split_findings": split_findings}

@@ -103,3 +103,15 @@ def rollout_step(batch, watch, target, shown, check_mode):
         "done": bool(check_mode) or not watch or target >= 100 or (progress >= 100 and synced),
         "target": min(progress + 1, 100),
     }
+
+
+def split_findings(findings, downgrade_codes):
+    """The findings of a tf_cluster_info picture as the precheck and verify roles judge them:
+    ``blocking`` (they fail the step) unless their code is downgraded to a warning, and
+    ``warnings`` (the warnings, then the downgraded blocking findings), each in the picture's order."""
+    codes = set(downgrade_codes or [])
+    items = [f for f in findings or [] if isinstance(f, dict)]
+    blocking = [f for f in items if f.get("severity") == "blocking"]
+    return {"blocking": [f for f in blocking if f.get("code") not in codes],
+            "warnings": [f for f in items if f.get("severity") == "warning"] +
+                        [f for f in blocking if f.get("code") in codes]}

@@ -144,3 +144,18 @@ def test_at_most_one_call_per_percentage_follows_the_first():
                 break
             target = step["target"]
         assert calls == 101 - first
+
+
+FINDINGS = [{"severity": "warning", "code": "ROLLOUT_PAUSED", "message": "a"},
+            {"severity": "blocking", "code": "WORKLOAD_NO_PDB", "message": "b"},
+            {"severity": "info", "code": "X", "message": "c"},
+            {"severity": "blocking", "code": "POOL_NOT_READY", "message": "d"},
+            {"severity": "warning", "code": "Y", "message": "e"}]
+
+
+def test_blocking_findings_block_unless_downgraded_to_warnings():
+    split = decisions.split_findings(FINDINGS, ["WORKLOAD_NO_PDB"])
+    assert [f["message"] for f in split["blocking"]] == ["d"]
+    assert [f["message"] for f in split["warnings"]] == ["a", "e", "b"], "the warnings, then the downgraded"
+    assert [f["message"] for f in decisions.split_findings(FINDINGS, [])["blocking"]] == ["b", "d"]
+    assert decisions.split_findings(None, None) == {"blocking": [], "warnings": []}
