@@ -144,12 +144,22 @@ def test_a_business_workload_in_the_middle_of_its_own_rollout_is_a_warning(lab, 
     assert f"Deployment {ns}/mid is in the middle of its own rollout (" in found[0]["message"]
     mine = [w for w in res["data"]["workloads"] if w["namespace"] == ns]
     assert [(w["name"], bool(w["rollout"])) for w in mine] == [("mid", True)]
+    # Gone now, not later with the namespace, while a later test counts the findings.
+    for name in ("mid", "other"):
+        apps.delete_namespaced_deployment(name, ns)
+    wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name in ("mid", "other"), ns, gone=True,
+             what=f"the Deployments of {ns} deleted")
 
 
 def test_findings_per_code_counts_what_it_leaves_out(lab, api_client, ns):
     """Two fragile workloads, one finding of each code shown: the other one is counted, in the
     marker finding, in findings_omitted and in the summary."""
     apps = client.AppsV1Api(api_client)
+    # The two pictures below must be of one cluster: the workloads of earlier tests' namespaces
+    # (the ns fixture's, deleted as those tests end) are gone first.
+    wait_for(client.CoreV1Api(api_client).list_namespace,
+             lambda n: n.metadata.name.startswith("t-") and n.status.phase == "Terminating",
+             gone=True, timeout=120, what="no test namespace terminating")
     for name in ("llm-a", "llm-b"):
         labels = {"app": name, "tensor-fusion.ai/enabled": "true"}
         apps.create_namespaced_deployment(ns, {
