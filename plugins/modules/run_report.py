@@ -280,7 +280,8 @@ record:
       released and, when not, C(held_until), the time it expires by itself.
     - Each of its C(pools) holds C(business_changes) - the business workloads whose Pod templates
       changed during that pool's rollout, from M(tensorfusion.ops.gpupool_rollout)'s result of the
-      same name (each change's workload and fields from and to), or null when nothing was watched.
+      same name (each change's workload and fields from and to; at most 50 workloads, the rest
+      counted in C(changes_omitted)), or null when nothing was watched.
       C(business_paused) lists the pools that its gate V(pause) paused.
   returned: always
   type: dict

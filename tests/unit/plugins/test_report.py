@@ -396,3 +396,15 @@ def test_a_window_pause_is_not_said_to_be_the_business_gate():
     rec = record.build_record(params, "2026-11-29T02:01:30Z")
     assert rec["business_paused"] == [] and rec["pools"][0]["business_changes"] is None
     assert "the window ended mid-rollout" in record.summary_line(rec)
+
+
+def test_a_pool_record_names_at_most_50_business_workloads_and_counts_the_rest():
+    entry = BUSINESS["changes"][0]
+    many = dict(BUSINESS, changed=60, business_workloads=60, share=100,
+                changes=[dict(entry, name="api-%02d" % i) for i in range(60)])
+    params = upgrade_params()
+    params["results"]["pools"] = [dict(pool_result([("2026-11-29T02:00:51Z", 100)]), business_changes=many)]
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
+    kept = rec["pools"][0]["business_changes"]
+    assert len(kept["changes"]) == 50 and kept["changes_omitted"] == 10 and kept["changed"] == 60
+    assert "  - and 10 more" in report_render.render_markdown(rec)

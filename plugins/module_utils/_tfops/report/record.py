@@ -17,6 +17,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
                          "verify_after_rollback", "unlock", "report"])
 MAX_WARNINGS = 50
+# Business workloads named per pool (the record is stored in a ConfigMap too): the rest counted.
+MAX_BUSINESS_CHANGES = 50
 NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
 STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed") + \
     plan_report.PLAN_STATUSES
@@ -139,9 +141,12 @@ def business_record(summary):
     without where its watch stopped); None when nothing was watched."""
     if not isinstance(summary, dict):
         return None
-    return dict((k, summary.get(k)) for k in (
+    kept = dict((k, summary.get(k)) for k in (
         "gate", "workloads", "percent", "started", "ended", "business_workloads", "changed", "share",
         "reached", "changes", "unseen"))
+    changes = kept["changes"] or []
+    kept["changes"], kept["changes_omitted"] = changes[:MAX_BUSINESS_CHANGES], max(0, len(changes) - MAX_BUSINESS_CHANGES)
+    return kept
 
 
 def paused_pools(pool_results):

@@ -116,7 +116,8 @@ def business_lines(pool):
     head = "business workloads changed during the rollout: %s of %s (%s%%), gate %s%s" % (
         summary.get("changed"), summary.get("business_workloads"), summary.get("share"), summary.get("gate"),
         ", reached" if summary.get("reached") else "")
-    return [head] + [business.describe_entry(e) for e in changes] + \
+    omitted = ["and %d more" % summary["changes_omitted"]] if summary.get("changes_omitted") else []
+    return [head] + [business.describe_entry(e) for e in changes] + omitted + \
         ["not seen: %s" % note for note in summary.get("unseen") or []]
 
 
