@@ -40,7 +40,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     with_paused_marker,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business_rules
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.business import BusinessWatch
 
 
@@ -71,7 +71,7 @@ def validate(params):
     business = params.get("business_changes")
     # None (a Task of another module, such as a rotation's pool roll): not watched.
     params["business_since"] = (business or {}).get("since") or None
-    params["business_changes"] = business_rules.check_spec(business) if business is not None else None
+    params["business_changes"] = changes.check_spec(business) if business is not None else None
     params["started_at"] = parse_time(params["rollout_started"], "rollout_started") \
         if params.get("rollout_started") else utcnow()
     return deadline

@@ -13,7 +13,7 @@ from html import escape
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan.report import describe_changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.record import summary_line
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 
 COLORS = {"hypervisor": "#1f77b4", "worker": "#d62728", "client": "#2ca02c"}
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 220, 48, 110, 14, 34
@@ -110,14 +110,14 @@ def business_lines(pool):
     """The business workloads that changed their Pod templates while the pool rolled, one line each
     (what changed from and to; hidden fields only named); the first says the gate and the share."""
     summary = pool.get("business_changes") or {}
-    changes = summary.get("changes") or []
-    if not changes and not summary.get("unseen"):
+    entries = summary.get("changes") or []
+    if not entries and not summary.get("unseen"):
         return []
     head = "business workloads changed during the rollout: %s of %s (%s%%), gate %s%s" % (
         summary.get("changed"), summary.get("business_workloads"), summary.get("share"), summary.get("gate"),
         ", reached" if summary.get("reached") else "")
     omitted = ["and %d more" % summary["changes_omitted"]] if summary.get("changes_omitted") else []
-    return [head] + [business.describe_entry(e) for e in changes] + omitted + \
+    return [head] + [changes.describe_entry(e) for e in entries] + omitted + \
         ["not seen: %s" % note for note in summary.get("unseen") or []]
 
 
@@ -179,11 +179,11 @@ def plan_rows(plan):
             for kind, names in sorted((chart.get("manifest") or {}).get(what, {}).items()):
                 rows.append(["chart", "would %s %s: %s" % (verb, kind, ", ".join(names))])
     for pool in plan.get("pools") or []:
-        changes = describe_changes(pool.get("spec_changes") or [])
+        described = describe_changes(pool.get("spec_changes") or [])
         if pool["components"]:
             origin = "; ".join("%s: %s" % (c, " and ".join(o)) for c, o in sorted(pool["origin"].items()))
             text = "%s would roll %s (asked by %s)%s on %s nodes, %d batches of %s at %s%% every %s, from +%ss for about %ss" % (
-                pool["pool"], ", ".join(pool["components"]), origin, " - %s -" % changes if changes else "",
+                pool["pool"], ", ".join(pool["components"]), origin, " - %s -" % described if described else "",
                 pool["nodes"], pool["batch_count"],
                 "/".join(str(n) for n in pool["batch_sizes"]), pool["batch_percentage"], pool["batch_interval"],
                 pool["starts_at"], pool["estimated_seconds"])
@@ -193,9 +193,9 @@ def plan_rows(plan):
             rows.append(["pools", text])
         elif pool.get("recorded_only") or pool.get("msg"):
             rows.append(["pools", "%s: %s" % (pool["pool"], pool.get("msg") or "would record, not roll: %s%s" % (
-                ", ".join(pool["recorded_only"]), " (%s)" % changes if changes else ""))])
-        elif changes:
-            rows.append(["pools", "%s would be set, no rollout: %s" % (pool["pool"], changes)])
+                ", ".join(pool["recorded_only"]), " (%s)" % described if described else ""))])
+        elif described:
+            rows.append(["pools", "%s would be set, no rollout: %s" % (pool["pool"], described)])
     if plan.get("rotation"):
         rows.append(["rotate", _planned_rotation(plan["rotation"])])
     rollback = plan.get("rollback")

@@ -41,7 +41,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import fleet
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes as business_rules
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 
 RUNBOOKS = ("upgrade", "rollback", "rotate_secret", "precheck")
 # fleet_upgrade.yml is upgrade.yml across an inventory: upgrade.yml's variables and its own.
@@ -258,7 +258,7 @@ def business_change(key):
             value = "off"
         option = dict(BUSINESS_CHANGE_OPTIONS[key], default=None)
         checked = values.with_spec({key: option}, {key: value}, name)[key]
-        business_rules.check_spec({key: checked}, names={key: name})
+        changes.check_spec({key: checked}, names={key: name})
         return checked
     return check
 
