@@ -3,7 +3,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.rules import custom_findings, validate_rules
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
-from ....test_findings import healthy  # helpers shared with that file
+from ..cluster.test_findings import healthy  # helpers shared with that file
 
 
 def test_custom_rules():

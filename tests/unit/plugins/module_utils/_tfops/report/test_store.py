@@ -14,7 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
-from .test_report import upgrade_params
+from .test_record import upgrade_params
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -154,7 +154,7 @@ def test_no_secret_value_reaches_the_configmap():
 
 def test_the_runbooks_bind_the_report_rbac():
     import yaml
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 6)  # the repository
     index = yaml.safe_load(open(os.path.join(repo, "roles", "rbac", "files", "runbooks.yml")))
     assert sorted(index["report"]["runbooks"]) == sorted(index["runbooks"])
     role, = yaml.safe_load(open(os.path.join(repo, "roles", "rbac", "files", index["report"]["file"])))["items"]

@@ -211,7 +211,7 @@ def test_every_variable_in_the_readme_is_specified():
     hosts and fleet settings) is in the specification, and nothing is specified undocumented."""
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[3] / "playbooks" / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[6] / "playbooks" / "README.md").read_text()
     documented = set(re.findall(r"^\| `(tfops_[a-z0-9_]+)`", readme, re.M))
     documented |= set(re.findall(r"^\| `(tfops_[a-z0-9_]+)`, `(tfops_[a-z0-9_]+)`", readme, re.M) and
                       [n for pair in re.findall(r"^\| `(tfops_[a-z0-9_]+)`, `(tfops_[a-z0-9_]+)`", readme, re.M) for n in pair])
