@@ -45,6 +45,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.relea
     validate,
     write_args,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 FIELD_MANAGER = "tensorfusion.ops"
 
@@ -210,17 +211,12 @@ def _rollback_to_snapshot(kube, ctx, task, params, deadline):
     return result
 
 
-class ReleaseTask:
+class ReleaseTask(Run):
     """One helm_release run with the helm CLI; the secret-looking strings it meets are registered
     with the context (masked wherever they show)."""
 
     def __init__(self, ctx, params, helm):
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.diff_mode = ctx.diff_mode
-        self.deadline = ctx.deadline
-        self.warnings = ctx.warnings
+        super().__init__(ctx, params)
         self.helm = helm
         self.on_secret = on_secret(ctx)
         self._exists_cache = {}

@@ -24,6 +24,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import inputs
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 DEFAULT_NAMESPACE = "tensor-fusion-sys"
 
@@ -54,16 +55,11 @@ def run(ctx):
                     "; not readable with these credentials: %s" % ", ".join(unchecked) if unchecked else ""))
 
 
-class ClusterInputs:
+class ClusterInputs(Run):
     """What the cluster says about the variables (reads only)."""
 
     def __init__(self, ctx, params):
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.diff_mode = ctx.diff_mode
-        self.deadline = ctx.deadline
-        self.warnings = ctx.warnings
+        super().__init__(ctx, params)
         self.unchecked = []
 
     def problems(self, checked, given):

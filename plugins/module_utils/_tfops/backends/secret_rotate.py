@@ -31,6 +31,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.con
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.consumers import census as consumer_census
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import secret_annotation
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 
 # How long putting a consumer back may wait for it to be Ready again (the run's own deadline may
@@ -93,17 +94,11 @@ class _Stuck(Exception):
         self.consumer, self.error, self.rotated = consumer, error, rotated
 
 
-class RotateTask:
+class RotateTask(Run):
     """``helm``: the helm CLI, only for HelmRelease consumers."""
 
     def __init__(self, ctx, params, helm=None):
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.diff_mode = ctx.diff_mode
-        self.deadline = ctx.deadline
-        self.warnings = ctx.warnings
-        self.ctx = ctx  # a pool consumer's roll runs in a child of it
+        super().__init__(ctx, params)
         self.helm = helm
         self.namespace = params["namespace"]
         self.secrets = self.kube.resource("Secret", api_version="v1")

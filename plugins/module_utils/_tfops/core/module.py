@@ -152,6 +152,22 @@ class Context:
             yield kube
 
 
+class Run:
+    """Base of a run class - a body that keeps state over its steps (RolloutTask, ReleaseTask,
+    RotateTask, ClusterInputs): what it reads of its Context, set once. The client, its params,
+    check and diff mode, the deadline, and the warnings it adds to (they reach the module's
+    result); ``ctx`` itself for a run it starts inside (``ctx.child()``)."""
+
+    def __init__(self, ctx, params):
+        self.ctx = ctx
+        self.kube = ctx.kube
+        self.params = params
+        self.check_mode = ctx.check_mode
+        self.diff_mode = ctx.diff_mode
+        self.deadline = ctx.deadline
+        self.warnings = ctx.warnings
+
+
 def run(module, body, deadline=None, fence=None):
     """The one contract of a module's body: ``body(ctx) -> result``.
 

@@ -42,6 +42,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.business import BusinessWatch
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 
 def pauses_at_deadline(params):
@@ -122,19 +123,14 @@ def _diff(entry_name, before, after):
             "before": view(before), "after": view(after)}
 
 
-class RolloutTask:
+class RolloutTask(Run):
     """``template_change`` (template -> template) replaces the task's components settings: a
     Secret rotation repoints a component's Pod template through the same rollout, and with
     ``pods_fail_after`` (seconds) its wait ends once hypervisor Pods have failed to start that long
     (RolloutWait)."""
 
     def __init__(self, ctx, params, template_change=None, pods_fail_after=None):
-        self.kube = ctx.kube
-        self.params = params
-        self.check_mode = ctx.check_mode
-        self.diff_mode = ctx.diff_mode
-        self.deadline = ctx.deadline
-        self.warnings = ctx.warnings
+        super().__init__(ctx, params)
         self.template_change = template_change
         self.pods_fail_after = pods_fail_after
 
