@@ -130,6 +130,15 @@ def selector_matches(selector, labels):
     return bool(selector.get("matchLabels") or selector.get("matchExpressions"))
 
 
+def newest_events(events, limit, since=None):
+    """The ``limit`` newest of ``events`` (projected Warning Events, each with ``time`` and
+    ``object``), newest first, none from before ``since`` (an aware datetime). Only ``limit`` are
+    held at a time; two of one time and one object (Warnings of two reasons in one second) are
+    both kept - they are never compared with each other."""
+    kept = (e for e in events if not (since and e["time"] and parse_time(e["time"]) < since))
+    return heapq.nlargest(limit, kept, key=lambda e: (e["time"] or "", e["object"]))
+
+
 class Gatherer:
     def __init__(self, kube, namespace, release, events_since=None, events_limit=30,
                  workloads=True, cached_reads=True, lock_name=None):
@@ -261,16 +270,8 @@ class Gatherer:
                     "object": "%s/%s" % ((involved.get("kind") or "").lower(), involved.get("name")),
                     "reason": obj.get("reason"), "message": obj.get("message"), "count": obj.get("count", 1)}
         resource = self.kube.resource("Event", api_version="v1")
-        newest = []
-        for event in list_pages(self.kube, resource, field_selector="type=Warning", project=project):
-            if self.events_since and event["time"] and parse_time(event["time"]) < self.events_since:
-                continue
-            key = (event["time"] or "", event["object"])
-            if len(newest) < self.events_limit:
-                heapq.heappush(newest, (key, event))
-            elif key > newest[0][0]:
-                heapq.heapreplace(newest, (key, event))
-        return [e for _key, e in sorted(newest, key=lambda item: item[0], reverse=True)]
+        return newest_events(list_pages(self.kube, resource, field_selector="type=Warning", project=project),
+                             self.events_limit, self.events_since)
 
     def _workloads(self):
         found = []
