@@ -50,6 +50,18 @@ def ns(api_client):
     core = client.CoreV1Api(api_client)
     name = "t-" + uuid.uuid4().hex[:6]
     core.create_namespace({"metadata": {"name": name}})
+    try:
+        wait_for(core.list_namespaced_service_account, lambda sa: sa.metadata.name == "default",
+                 namespace=name, timeout=20, what=f"the default ServiceAccount of namespace {name}")
+    except AssertionError:
+        # Right after an API server outage kube-controller-manager's informers may still be in
+        # their back-off (measured: over 60 s in two full runs); the ServiceAccount its
+        # ServiceAccount controller would make is made here, as that controller makes it.
+        try:
+            core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
     wait_for(core.list_namespaced_service_account, lambda sa: sa.metadata.name == "default",
              namespace=name, what=f"the default ServiceAccount of namespace {name}")
     yield name
