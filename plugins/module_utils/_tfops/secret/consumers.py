@@ -19,6 +19,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     InvalidInput,
     TfopsError,
     VerifyFailed,
+    WaitTimeout,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
     ClusterEditor,
@@ -44,6 +45,10 @@ def on_target(pod, target):
         return (pod["metadata"].get("annotations") or {}).get(target[1]) == target[2]
     return all({"name": target[1], "value": target[2]} in (c.get("env") or [])
                for c in spec.get("containers") or [])
+
+
+# How long a pool component's verify waits for its Pods to be on the new Secret and Ready.
+VERIFY_SETTLE_SECONDS = 60
 
 
 def pods_off_target(pods, target):
@@ -284,16 +289,28 @@ class PoolComponentConsumer:
         target = self.own_target(target)
         observer = self._observer()
         if self.component == "hypervisor":
-            pods = observer.hypervisor_pods()
             want = len(observer.gpunodes())
+            watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
+                                    label_selector="tensor-fusion.ai/component=hypervisor,"
+                                                   "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
+
+            def verified(objects):
+                alive = live_only(objects.values())
+                return not pods_off_target(alive, target) and len(alive) == want, ""
+            try:
+                # A Pod's Ready can drop for seconds after a control-plane outage (its node's
+                # lease went stale) until its kubelet reports again: wait for it, bounded.
+                watcher.wait(verified, Deadline(timeout=VERIFY_SETTLE_SECONDS))
+                return
+            except WaitTimeout:
+                pass
+            pods = list(watcher.objects.values())
             alive = live_only(pods)
             wrong = pods_off_target(pods, target)
-            if wrong or len(alive) != want:
-                raise VerifyFailed("%s: %d of %d hypervisor Pods run on the new Secret%s" % (
-                    self.label, len(alive) - len(wrong), want,
-                    "; " + "; ".join("%s %s" % w for w in wrong[:10]) if wrong else ""),
-                    consumer=self.label)
-            return
+            raise VerifyFailed("%s: %d of %d hypervisor Pods run on the new Secret%s" % (
+                self.label, len(alive) - len(wrong), want,
+                "; " + "; ".join("%s %s" % w for w in wrong[:10]) if wrong else ""),
+                consumer=self.label)
         pool = observer.read_pool()
         _hash, progress, synced, _ip = rollout.component_status(pool, self.component)
         if not synced:
