@@ -258,16 +258,7 @@ class PoolComponentConsumer:
         target = self.own_target(target)
         observer = self._observer()
         grace = Deadline(timeout=max(1, int(self.params.get("unrolled_grace") or 0)))
-        watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
-                                label_selector="tensor-fusion.ai/component=hypervisor,"
-                                               "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
-        want = len(observer.gpunodes())
-
-        def rolled(objects):
-            wrong = pods_off_target(objects.values(), target)
-            alive = live_only(objects.values())
-            return not wrong and len(alive) == want, "%d of %d hypervisor Pods on the new Secret" % (
-                len(alive) - len(wrong), want)
+        watcher, rolled, _want = self._hypervisors_on(observer, target)
         try:
             watcher.wait(rolled, grace if grace.remaining() < deadline.remaining() else deadline)
             return
@@ -280,6 +271,21 @@ class PoolComponentConsumer:
                            namespace=observer.namespace)
         watcher.wait(rolled, deadline)
 
+    def _hypervisors_on(self, observer, target):
+        """A watcher of the pool's hypervisor Pods, the check that every GPUNode has one live
+        Pod on ``target`` (Ready), and how many GPUNodes there are."""
+        watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
+                                label_selector="tensor-fusion.ai/component=hypervisor,"
+                                               "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
+        want = len(observer.gpunodes())
+
+        def rolled(objects):
+            wrong = pods_off_target(objects.values(), target)
+            alive = live_only(objects.values())
+            return not wrong and len(alive) == want, "%d of %d hypervisor Pods on the new Secret" % (
+                len(alive) - len(wrong), want)
+        return watcher, rolled, want
+
     def _observer(self):
         # Component Pods live in the operator's namespace, which is the rotated Secret's (an
         # imagePullSecret or a mounted Secret must be in the Pod's own namespace).
@@ -289,18 +295,11 @@ class PoolComponentConsumer:
         target = self.own_target(target)
         observer = self._observer()
         if self.component == "hypervisor":
-            want = len(observer.gpunodes())
-            watcher = ObjectWatcher(self.kube, observer.pods, namespace=observer.namespace,
-                                    label_selector="tensor-fusion.ai/component=hypervisor,"
-                                                   "tensor-fusion.ai/pool-%s=true" % observer.gpupool)
-
-            def verified(objects):
-                alive = live_only(objects.values())
-                return not pods_off_target(alive, target) and len(alive) == want, ""
+            watcher, rolled, want = self._hypervisors_on(observer, target)
             try:
                 # A Pod's Ready can drop for seconds after a control-plane outage (its node's
                 # lease went stale) until its kubelet reports again: wait for it, bounded.
-                watcher.wait(verified, Deadline(timeout=VERIFY_SETTLE_SECONDS))
+                watcher.wait(rolled, Deadline(timeout=VERIFY_SETTLE_SECONDS))
                 return
             except WaitTimeout:
                 pass
