@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Union
 from . import addons as addons_mod
 from . import certs, install, paths, procs
 from .errors import LabError
-from .state import MARKER, claim, free_port, is_lab_folder, load_state, save_state
+from .state import MARKER, claim, free_ports, is_lab_folder, load_state, save_state
 
 ADMIN_USER = "tfops-lab-admin"
 
@@ -44,6 +44,16 @@ def _get(state: Dict, path: str, timeout: float = 2.0):
     ctx = _ssl_context(Path(state["state_dir"]) / "pki")
     with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
         return resp.status, resp.read()
+
+
+def _serving(port: int) -> bool:
+    """Whether a control-plane component answers /healthz on its secure port (its own
+    self-signed certificate; the path is open to anonymous callers)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=2.0) as resp:
+        return resp.status == 200
 
 
 def _wait_for(what: str, check, state: Dict, deadline: float,
@@ -94,7 +104,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
     token = secrets.token_hex(24)
     (state_dir / "tokens.csv").write_text(f'{token},{ADMIN_USER},tfops-lab-admin,"system:masters"\n')
     (state_dir / "tokens.csv").chmod(0o600)
-    etcd_port, peer_port, api_port, cm_port, sched_port = (free_port() for _ in range(5))
+    etcd_port, peer_port, metrics_port, api_port, cm_port, sched_port = free_ports(6)
     server = f"https://127.0.0.1:{api_port}"
     state = {"state_dir": str(state_dir), "server": server, "token": token,
              "kubeconfig": str(state_dir / "kubeconfig"), "processes": [],
@@ -114,7 +124,7 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-cluster", f"tfops-lab=http://127.0.0.1:{peer_port}",
-            "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}",
+            "--listen-metrics-urls", f"http://127.0.0.1:{metrics_port}",
             "--quota-backend-bytes", str(4 * 1024 ** 3)], logs))
         save_state(state)
         state["processes"].append(procs.spawn("kube-apiserver", [
@@ -167,6 +177,11 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
             "--kwok-log", str(logs / "kwok.log")], logs,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}))
         save_state(state)
+        # Supervised: one that cannot start is started again and again, so its exit ends no wait;
+        # its health endpoint shows it is up.
+        for name, port in (("kube-controller-manager", cm_port), ("kube-scheduler", sched_port)):
+            _wait_for(f"{name} /healthz on port {port} (see logs/{name}.log)",
+                      lambda port=port: _serving(port), state, deadline)
         _wait_for("the default ServiceAccount", lambda: _get(
             state, "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, state, deadline)
         _wait_for(f"{nodes + cpu_nodes} Ready Nodes", lambda: _ready_nodes(state) >= nodes + cpu_nodes,

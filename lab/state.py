@@ -6,7 +6,7 @@ carries a marker file, so that ``down`` deletes only folders the lab made."""
 import json
 import socket
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from .errors import LabError
 
@@ -16,11 +16,18 @@ MARKER = ".tfops-lab-state"
 STATE_FILE = "state.json"
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int) -> List[int]:
+    """``count`` different loopback ports nobody listens on right now. All are held open until
+    every one is chosen: ports asked for one at a time can repeat (a CI run gave kube-scheduler
+    the API server's port, and it exited on every start until helm's --wait timed out)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def load_state(state_dir: Path) -> Optional[Dict]:

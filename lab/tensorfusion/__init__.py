@@ -18,7 +18,7 @@ import yaml
 
 from .. import addons, paths, procs
 from ..errors import LabError
-from ..state import free_port, save_state
+from ..state import free_ports, save_state
 from .chartrepo import V1, V2, VERSIONS  # noqa: F401  (re-exported for tests and the CLI)
 
 NAMESPACE = "tensor-fusion-sys"
@@ -269,7 +269,7 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
         install_crds(api)
         _webhook_cert(state, tf_dir, namespace)
         _ensure_namespace_and_secret(api, tf_dir, namespace)
-        wh_port, repo_port = free_port(), free_port()
+        wh_port, repo_port = free_ports(2)
         repo_url = f"http://127.0.0.1:{repo_port}"
         webhook_url = f"https://127.0.0.1:{wh_port}/mutate-v1-pod"
         ca = base64.b64encode((state_dir / "pki" / "ca.crt").read_bytes()).decode()

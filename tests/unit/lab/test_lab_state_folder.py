@@ -38,3 +38,13 @@ def test_up_refuses_a_state_folder_inside_the_repository(inside):
     with pytest.raises(LabError, match="is inside the repository"):
         state.claim(folder)
     assert folder.exists() == existed
+
+
+def test_free_ports_are_all_different_and_free():
+    # Asked one at a time they can repeat: a CI run gave kube-scheduler the API server's port.
+    ports = state.free_ports(200)
+    assert len(set(ports)) == 200
+    import socket
+    for port in ports[:20]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
