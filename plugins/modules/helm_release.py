@@ -194,8 +194,9 @@ options:
         included; a pause that a later step lifts comes back with a plain C(helm rollback) to
         that revision (the runbooks' report says so, and how to follow it).
       - With helm 4 the post-renderer is a plugin in a private C(HELM_PLUGINS) folder of the run.
-      - Needs C(list) on C(tensorfusionclusters) and C(providerconfigs) (M(tensorfusion.ops.helm_release)'s
-        RBAC in C(roles/rbac/files) has it) and PyYAML.
+      - Needs C(list) on C(tensorfusionclusters) and C(list) and C(watch) on C(providerconfigs)
+        (a ProviderConfig the chart changes is watched until the operator has taken it; the
+        C(helm-chart.yml) RBAC of the C(tensorfusion.ops.rbac) role grants them) and PyYAML.
     type: bool
     default: true
     version_added: 0.2.0

@@ -22,8 +22,9 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
-from .helpers import GROUP, NS, POOL, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_pool
+from .helpers import GROUP, NS, POOL, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_for, wait_pool
 from .settle import settle
+from .test_gpupool_rollout import _business_deployment, _change_template, _delete_business
 
 RELEASE, LEASE = NS, "tensorfusion-ops-maintenance"
 HV = "tensorfusion/tensor-fusion-hypervisor:"
@@ -462,6 +463,54 @@ def test_a_window_that_ends_mid_rollout_pauses_and_the_next_run_finishes(rb, api
     settle(api_client)
 
 
+def test_a_business_change_in_the_pools_step_is_reported_and_the_pause_gate_pauses(rb, api_client, upgraded, ns):
+    """#37 item 9 through the upgrade runbook: a business Deployment's requests change while the
+    pools roll; gate pause stops the pools (no rollback: the run is resumable) and the report names
+    the change, requests from and to; the same run again, gate warn, finishes."""
+    apps = client.AppsV1Api(api_client)
+    _business_deployment(apps, ns, "biz")
+    tag = "3.9.0-" + uuid.uuid4().hex[:6]
+    generation = tfc(api_client)["metadata"]["generation"]
+    # Batches 8 s apart: the pools step is still rolling when the change is made.
+    tf.set_knobs(api_client, batchGapFloorSeconds=8)
+    try:
+        run = start_playbook("tensorfusion.ops.upgrade", upgrade_vars(
+            rb, tag, tfops_batch_percentage=50, tfops_business_change_gate="pause"))
+        try:
+            wait_for_object(api_client, lambda obj: obj["metadata"]["generation"] > generation,
+                            "the pools step's write of the pool")
+            wait_pool(api_client, pool_progress_at_least(50))
+        finally:
+            _change_template(apps, ns, "biz", "700m", "x")
+            run = run.finish(timeout=900)
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=1)
+    assert run.rc != 0, run.stdout[-3000:]
+    rec = report_of(run)
+    assert rec["status"] == "resumable" and rec["record"]["rollback"] is None, rec["record"]["error"]
+    assert rec["record"]["business_paused"] == ["tensor-fusion-shared"], rec["record"]["business_paused"]
+    pool, = [p for p in rec["record"]["pools"] if p["gpupool"] == "tensor-fusion-shared"]
+    biz, = [c for c in pool["business_changes"]["changes"] if c["namespace"] == ns]
+    assert biz["name"] == "biz" and biz["kind"] == "Deployment" and biz["change"] == "changed"
+    assert {"field": "spec.containers[app].resources.requests.cpu", "from": "100m", "to": "700m"} in biz["fields"]
+    assert pool_template(tfc(api_client))["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is False
+    assert lease_holder(api_client) is None
+    _delete_business(apps, ns, "biz")
+
+    again = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, tag, tfops_batch_percentage=50), timeout=900)
+    assert again.rc == 0, again.stdout[-3000:]
+    assert report_of(again)["status"] == "succeeded"
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == HV + tag
+    settle(api_client)
+
+
+def wait_for_object(api_client, check, what):
+    """Until the TensorFusionCluster passes ``check`` (watched, at most 300 s)."""
+    wait_for(client.CustomObjectsApi(api_client).list_cluster_custom_object,
+             lambda obj: obj["metadata"]["name"] == TFC and check(obj),
+             GROUP, VERSION, "tensorfusionclusters", timeout=300, what=what)
+
+
 def test_a_fleet_runs_the_canary_first_and_stops_at_a_failed_wave(rb, lab, tmp_path, at_2_18_0):
     state_dir = tmp_path / "lab2"
     lab2 = cluster.up(state_dir, nodes=2, cpu_nodes=0, addons=[tf.addon()])
@@ -554,8 +603,11 @@ def test_the_rollback_restores_a_changed_rolling_policy_and_reports_each_pool_an
 
 
 @pytest.mark.smoke
-def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client, upgraded, v1_snapshot):
-    run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=v1_snapshot["path"]), timeout=900)
+def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client, helm_bins, upgraded, v1_snapshot):
+    # With helm 4 (the others here use helm 3): its --wait lists and watches every kind of the
+    # release, under the runbooks' ServiceAccount; the snapshot's ProviderConfig change is watched.
+    run = run_playbook("tensorfusion.ops.rollback", dict(rb, tfops_snapshot=v1_snapshot["path"],
+                                                         tfops_helm_binary=helm_bins["4"]), timeout=900)
     assert run.rc == 0, run.stdout[-3000:]
     rep = report_of(run)
     assert rep["status"] == "succeeded" and rep["record"]["rollback"]["ok"]
