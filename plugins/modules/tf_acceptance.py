@@ -15,6 +15,7 @@ description:
     webhook injected - component, pool and template-hash labels, normalised request annotations,
     C(HYPERVISOR_IP) and C(HYPERVISOR_PORT), the native GPU limit removed - and that the Pod
     becomes Ready. The product's own words - Pod Ready alone does not count as passing.
+  - A Pod the webhook did not mutate fails at once, without waiting for it to become Ready.
   - Always deletes the Pod and the namespace, also when a check fails, unless O(keep=true).
   - Leaves nothing behind, so it reports C(changed=false).
 options:

@@ -57,6 +57,8 @@ def test_verify_fails_clearly_without_the_webhook(lab, api_client):
         assert res["msg"].startswith("acceptance failed:")
         assert "is the webhook registered" in res["msg"]
         assert "native GPU resources left: nvidia.com/gpu" in res["msg"]
+        # Failed without waiting for the Pod: it could not pass, Ready or not.
+        assert {"check": "Pod Ready", "ok": False, "detail": "not waited for: the Pod was not mutated"} in res["checks"]
     finally:
         for hook in saved:
             hook.metadata = client.V1ObjectMeta(name=hook.metadata.name, labels=hook.metadata.labels,
