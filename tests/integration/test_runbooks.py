@@ -39,7 +39,10 @@ def rb(lab, api_client, helm_bins, tmp_path_factory, sa_kubeconfig):
     tmp = tmp_path_factory.mktemp("runbooks")
     base = {"tfops_kubeconfig": sa_kubeconfig(("upgrade", "rollback")), "tfops_chart_repo": lab["tensorfusion"]["chart_repo"],
             "tfops_helm_binary": helm_bins["3"], "tfops_artifacts_dir": str(tmp / "artifacts"),
-            "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_verify_acceptance_pod": False}
+            "tfops_snapshot_dir": str(tmp / "snapshots"), "tfops_verify_acceptance_pod": False,
+            # The rollback test (and this fixture's teardown) go back to the first upgrade's
+            # snapshot: the runs between must not prune it (the snapshot role keeps 10 by default).
+            "snapshot_keep": 0}
     settle(api_client)
     before = tfc(api_client)
     tf.set_knobs(api_client, batchGapFloorSeconds=1)
