@@ -20,3 +20,11 @@ export VIRTUAL_ENV="$venv"
 export TFOPS_COLLECTION_ROOT=${TFOPS_COLLECTION_ROOT:-$tfops_cache/collections-$(echo "$tfops_root" | sha256sum | cut -c1-8)}
 export ANSIBLE_COLLECTIONS_PATH="$TFOPS_COLLECTION_ROOT"
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
+
+# Debian's tools that the test scripts call (shellcheck for sanity, rsync for
+# tests/stage-collection.sh): installed when missing.
+debian_test_tools() {
+  local missing=() tool
+  for tool in shellcheck rsync; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  if ((${#missing[@]})); then apt-get update -q && apt-get install -y -q "${missing[@]}"; fi
+}

@@ -19,9 +19,7 @@ step "lab: install (cached after the first run)"
 python -m lab install
 
 step "test tools from Debian (shellcheck for sanity, rsync for tests/stage-collection.sh)"
-missing=()
-for tool in shellcheck rsync; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if ((${#missing[@]})); then apt-get update -q && apt-get install -y -q "${missing[@]}"; fi
+debian_test_tools
 
 step "collection tree for ansible-test"
 tests/stage-collection.sh "$TFOPS_COLLECTION_ROOT"
@@ -64,6 +62,9 @@ for minor in $(python -c 'from lab import paths; print(*paths.MATRIX_KUBE_MINORS
   python -m lab install --kube-version "$minor"
   TFOPS_TEST_KUBE_VERSION=$minor python -m pytest -p no:cacheprovider -m smoke tests/integration "$@"
 done
+
+step "ansible-core matrix: sanity on the newest; the smoke set on the oldest and newest, in-process and as module processes"
+tests/ansible-matrix.sh
 
 step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
 tests/molecule.sh

@@ -1,4 +1,9 @@
-"""Run ansible-playbook as a user would; read task results from the test-only callback."""
+"""Run ansible-playbook as a user would; read task results from the test-only callback.
+
+The ansible-core matrix (tests/ansible-matrix.sh) runs the same tests with another ansible-core:
+TFOPS_TEST_ANSIBLE_VENV names its virtual environment (its ansible-playbook and its Python run the
+playbooks), TFOPS_TEST_COLLECTIONS_PATH the collection installed there from the built artifact, and
+TFOPS_TEST_IN_PROCESS=false runs every module as a module process (tfops_in_process: false)."""
 import json
 import os
 import subprocess
@@ -48,6 +53,20 @@ class BackgroundRun:
             os.unlink(self.results_file)
 
 
+def matrix_entry(environ=None):
+    """(ansible-playbook, the Python of the modules, collections path or None, extra -e args) of
+    the ansible-core the tests run with."""
+    environ = os.environ if environ is None else environ
+    venv = environ.get("TFOPS_TEST_ANSIBLE_VENV")
+    bindir = Path(venv) / "bin" if venv else None
+    playbook = str(bindir / "ansible-playbook") if bindir else "ansible-playbook"
+    python = str(bindir / "python") if bindir else sys.executable
+    extra = []
+    if environ.get("TFOPS_TEST_IN_PROCESS", "").lower() in ("false", "0", "no"):
+        extra = ["-e", json.dumps({"tfops_in_process": False})]
+    return playbook, python, environ.get("TFOPS_TEST_COLLECTIONS_PATH"), extra
+
+
 def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True):
     """ansible-playbook with the json callback, in the background; K8S_AUTH_* from the caller's
     env are dropped unless the test passes them, so each test controls its auth exactly."""
@@ -55,15 +74,18 @@ def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=
             if not (clean_auth_env and k.startswith("K8S_AUTH_"))}
     results = tempfile.NamedTemporaryFile(prefix="tfops-results-", suffix=".json", delete=False)
     results.close()
+    ansible_playbook, python, collections, matrix_args = matrix_entry()
     base.update({"ANSIBLE_CALLBACKS_ENABLED": "tfops_results", "TFOPS_RESULTS_FILE": results.name,
                  "ANSIBLE_CALLBACK_PLUGINS": str(Path(__file__).resolve().parent / "callback_plugins"),
                  "ANSIBLE_NOCOLOR": "1",
                  "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
-                 "ANSIBLE_PYTHON_INTERPRETER": sys.executable})
+                 "ANSIBLE_PYTHON_INTERPRETER": python})
+    if collections:
+        base["ANSIBLE_COLLECTIONS_PATH"] = collections
     base.update(env or {})
     # A collection playbook runs by its name (tensorfusion.ops.upgrade), as users run it.
     target = playbook if playbook.startswith("tensorfusion.ops.") else str(PLAYBOOKS / playbook)
-    cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", target, *args]
+    cmd = [ansible_playbook, "-i", "localhost,", "-c", "local", target, *matrix_args, *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)

@@ -136,3 +136,36 @@ def wait_pool(api_client, predicate, timeout=120, name=POOL):
     return wait_for(client.CustomObjectsApi(api_client).list_cluster_custom_object,
                     lambda pool: pool["metadata"]["name"] == name and predicate(pool),
                     GROUP, VERSION, "gpupools", timeout=timeout, what=f"GPUPool {name} with {_condition(predicate)}")
+
+
+def files_holding(root, values):
+    """The files under ``root`` that hold any of ``values`` (text) plainly or in base64."""
+    import base64
+    from pathlib import Path
+    needles = [v.encode() for v in values] + [base64.b64encode(v.encode()) for v in values]
+    found = set()
+    for path in Path(root).rglob("*"):
+        try:
+            data = path.read_bytes() if path.is_file() else b""
+        except OSError:  # removed between the listing and the read
+            continue
+        if any(needle in data for needle in needles):
+            found.add(str(path))
+    return found
+
+
+def run_watching_temp_files(start, tmp_root, values, timeout=900):
+    """``start(env)`` (a start_playbook) with every temporary directory of the run under
+    ``tmp_root`` (TMPDIR, Ansible's local and remote tmp), looked into every 0.2 s while it runs
+    and once after: (the run, the files that held any of ``values`` at any time)."""
+    import os
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    env = {"TMPDIR": str(tmp_root), "ANSIBLE_LOCAL_TEMP": os.path.join(str(tmp_root), "local"),
+           "ANSIBLE_REMOTE_TEMP": os.path.join(str(tmp_root), "remote")}
+    running, found = start(env), set()
+    deadline = time.monotonic() + timeout
+    while running.proc.poll() is None and time.monotonic() < deadline:
+        found |= files_holding(tmp_root, values)
+        time.sleep(0.2)
+    run = running.finish(timeout=max(1, deadline - time.monotonic()))
+    return run, found | files_holding(tmp_root, values)

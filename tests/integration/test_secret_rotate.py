@@ -16,7 +16,8 @@ from lab import cluster
 from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
-from .helpers import GROUP, NS, VERSION, deployment, gpupool, pool_progress_at_least, tfc, wait_for, wait_pool
+from .helpers import (GROUP, NS, VERSION, deployment, gpupool, pool_progress_at_least, run_watching_temp_files, tfc,
+                      wait_for, wait_pool)
 from .settle import settle
 
 TASK = "Rotate"
@@ -408,7 +409,9 @@ def test_discovery_finds_the_workloads_and_bad_input_changes_nothing(lab, api_cl
 @pytest.mark.smoke
 def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tmp_path):
     """The runbook as people run it (by its collection name): lock, precheck, rotation, verify,
-    report; the second run changes nothing; the report holds no value."""
+    report; the second run changes nothing; the report holds no value; and no file under the
+    run's temporary directories holds a new value, while the rotation runs or after it (#44: in
+    the worker and as module processes, on each ansible-core of the matrix)."""
     settle(api_client)
     original = secret_data(api_client, VENDOR)
     ak, sk = canary("ak"), canary("sk")
@@ -418,8 +421,10 @@ def test_rotate_secret_runbook_end_to_end_then_nothing_to_do(lab, api_client, tm
              "tfops_secret_string_data": {"ak": ak, "sk": sk},
              "tfops_secret_consumers": [{"kind": "Deployment", "name": name}]}
     try:
-        run = run_playbook("tensorfusion.ops.rotate_secret", extra, timeout=900)
+        run, holding = run_watching_temp_files(
+            lambda env: start_playbook("tensorfusion.ops.rotate_secret", extra, env=env), tmp_path / "tmp", [ak, sk])
         assert run.rc == 0, run.stdout[-3000:]
+        assert holding == set()
         assert secret_data(api_client, VENDOR) == {"ak": ak, "sk": sk}
         rotation = run.task_results("Rotate the Secret in the documented order (create or update, "
                                     "repoint or restart, verify, then delete)")

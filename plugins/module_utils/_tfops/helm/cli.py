@@ -428,7 +428,8 @@ class Helm:
         if record:
             self.commands.append(masked_command(argv, self.temp_dir))
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env(),
+            # Not AnsibleModule.run_command: it has no timeout, and every helm call here is bounded.
+            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env(),  # pylint: disable=ansible-bad-function
                                   timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             raise HelmError("helm did not finish within %ds: %s" % (
