@@ -22,6 +22,13 @@ import os
 from ansible.plugins.callback import CallbackBase
 
 
+def task_name(result):
+    """The task's own name, as written (ansible-core 2.21's task_name prefixes a role's tasks with
+    the role's name; 2.16-2.20 do not)."""
+    fields = getattr(result, "task_fields", None) or getattr(result, "_task_fields", None) or {}
+    return fields.get("name") or result.task_name
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -33,7 +40,7 @@ class CallbackModule(CallbackBase):
         self.results = []
 
     def _record(self, result, status):
-        self.results.append({"task": result.task_name, "host": result._host.get_name(),
+        self.results.append({"task": task_name(result), "host": result._host.get_name(),
                              "status": status, "result": result._result})
 
     def v2_runner_on_ok(self, result):
