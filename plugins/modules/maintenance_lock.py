@@ -96,6 +96,22 @@ options:
         Lease's C(resourceVersion), so a retry never overwrites someone else's lock.
     type: int
     default: 0
+  heartbeat:
+    description:
+      - With O(state=acquired), start the lock's warden when the lock is taken: a small process,
+        in a session of its own, that renews the Lease whenever a third of O(ttl) has passed for
+        as long as this run's C(ansible-playbook) process runs, and releases the lock at once when
+        that process ends while the Lease still names the run (Ctrl-C, SIGTERM from a cancelled
+        AWX job, kill -9), writing why in the Lease's C(tensorfusion.ops/released-why)
+        annotation. It ends, writing nothing, once the Lease no longer names the run (released or
+        lost). Its settings reach it on its standard input, never in a file or its command line.
+      - So a short O(ttl) is safe for a long run, and a run that stops renewing (its container
+        torn down with its warden) is taken over from any host once O(ttl) has passed. The
+        runbooks take their lock this way, with a TTL of 120 seconds.
+      - Needs the module to run where the run's C(ansible-playbook) runs (connection local); else
+        it fails before anything is written.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
@@ -226,6 +242,17 @@ previous:
   description: The lock as it was before this task (same keys as RV(lease)); null when no Lease existed.
   returned: success
   type: dict
+warden:
+  description:
+    - The lock's warden started by this task (O(heartbeat)); absent when none was started (a
+      renewal, a release, check mode, O(heartbeat=false)).
+  returned: when a warden was started
+  type: dict
+  contains:
+    pid:
+      description: The warden's process id on this host.
+      type: int
+  sample: {"pid": 4711}
 clock_offset_seconds:
   description:
     - Seconds between this host's clock and the API server's (the server's minus this host's), as
@@ -260,7 +287,8 @@ def main():
              run_id=dict(type="str"),
              ttl=dict(type="int", default=1800),
              force=dict(type="bool", default=False),
-             retry_timeout=dict(type="int", default=0)),
+             retry_timeout=dict(type="int", default=0),
+             heartbeat=dict(type="bool", default=False)),
         supports_check_mode=True)
     tfmodule.run(module, backend.run)
 

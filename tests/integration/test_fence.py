@@ -115,7 +115,9 @@ def test_a_module_whose_run_lost_the_lock_stops_before_its_next_write(lab, api_c
 def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
         lab, api_client, fenced_vars, slow_rollout):
     ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
-    job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=30, fenced_image="%s:4.2.0" % HV))
+    # Without the lock's warden, which would release the Lease of the killed run (tested below).
+    job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=30, fenced_image="%s:4.2.0" % HV,
+                                            fenced_heartbeat=False))
     below = []
     try:
         wait_pool(api_client, pool_progress_at_least(10), timeout=120)
@@ -141,11 +143,12 @@ def test_a_module_whose_ansible_playbook_was_killed_stops_and_renews_nothing(
 
 
 def test_a_killed_runs_lock_is_taken_over_at_once_by_the_next_run(lab, api_client, fenced_vars):
-    """kill -9 of ansible-playbook while it holds the lock (TTL 3600 s): the holder names its
-    process on this host, which no longer runs, so a run started right after takes the lock over
-    at once, with a warning, instead of being refused for an hour."""
+    """kill -9 of ansible-playbook while it holds the lock (TTL 3600 s) and no warden releases it
+    (heartbeat off, or the warden killed too): the holder names its process on this host, which
+    no longer runs, so a run started right after takes the lock over at once, with a warning,
+    instead of being refused for an hour."""
     ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
-    first = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=300))
+    first = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=300, fenced_heartbeat=False))
     below = []
     try:
         lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
@@ -156,7 +159,7 @@ def test_a_killed_runs_lock_is_taken_over_at_once_by_the_next_run(lab, api_clien
         below = descendants(first.proc.pid)
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait(timeout=30)
-        again = run_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=1))
+        again = run_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=1, fenced_heartbeat=False))
         assert again.rc == 0, again.stdout[-2000:]
         taken = again.task_results("Take (or renew) the maintenance lock")
         assert taken["action"] == "take_over", taken
@@ -177,3 +180,85 @@ def reap(job, below):
     for stream in (job.proc.stdout, job.proc.stderr):
         stream.close()
     os.unlink(job.results_file)
+
+
+def held_lease(api_client, ns, name, timeout=60):
+    return wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                    lambda le: le.metadata.name == name and le.spec.holder_identity, timeout=timeout, namespace=ns)
+
+
+def warden_of(run):
+    return run.task_results("Take (or renew) the maintenance lock")["warden"]["pid"]
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "kill -9"])
+def test_an_interrupted_runs_lock_is_released_by_its_warden_and_taken_from_anywhere(lab, api_client, fenced_vars, how):
+    """#45: Ctrl-C, SIGTERM (an AWX job cancelled) or kill -9 of ansible-playbook while it holds the
+    lock (TTL 3600 s): its warden, in a session of its own, releases the Lease within seconds and
+    says why, and ends; a run of another holder, as from another host, takes the lock at once."""
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    first = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=300))
+    below = []
+    try:
+        lease = held_lease(api_client, ns, name)
+        below = descendants(first.proc.pid)
+        warden = warden_pid(ns, name)
+        os.kill(first.proc.pid, how)
+        first.proc.wait(timeout=30)
+        stopped = time.monotonic()
+        lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                         lambda le: le.metadata.name == name and not le.spec.holder_identity, timeout=30, namespace=ns)
+        annotations = lease.metadata.annotations or {}
+        why = annotations.get("tensorfusion.ops/released-why", "")
+        assert "pid %d" % first.proc.pid in why and "ended without releasing" in why, annotations
+        while alive(warden) and time.monotonic() - stopped < 15:
+            time.sleep(0.2)
+        assert not alive(warden), "the warden still runs after releasing the lock"
+        other = run_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=3600, fenced_hold=1, fenced_heartbeat=False,
+                                                fenced_holder="another-host-run"))
+        assert other.rc == 0, other.stdout[-2000:]
+        taken = other.task_results("Take (or renew) the maintenance lock")
+        assert taken["action"] == "take" and not taken.get("warnings"), taken
+    finally:
+        reap(first, below)
+    force_release(lab, ns, name)
+
+
+def test_the_warden_renews_a_short_lock_while_the_run_works_and_ends_with_it(lab, api_client, fenced_vars):
+    """A run that holds a 6 s lock for 20 s between tasks keeps it (its warden renews it every
+    2 s), another holder is refused meanwhile; the run's end (no release of its own in this
+    playbook) is noticed and the lock released; the warden ends."""
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    job = start_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=6, fenced_hold=20))
+    lease = held_lease(api_client, ns, name)
+    warden = warden_pid(ns, name)
+    time.sleep(12)  # twice the TTL
+    renewed = read_lease(api_client, ns, name)
+    assert renewed.spec.holder_identity == lease.spec.holder_identity
+    assert renewed.spec.renew_time > lease.spec.renew_time, "renewed while the run works"
+    refused = run_playbook("fenced.yml", dict(fenced_vars, fenced_ttl=6, fenced_hold=1, fenced_heartbeat=False,
+                                              fenced_holder="another-host-run"))
+    assert refused.rc != 0 and "is held by" in refused.task_results("Take (or renew) the maintenance lock")["msg"]
+    run = job.finish(timeout=120)
+    assert run.rc == 0, run.stdout[-2000:]
+    assert warden_of(run) == warden
+    deadline = time.monotonic() + 15
+    while (alive(warden) or holder_of(api_client, ns, name)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert holder_of(api_client, ns, name) is None and not alive(warden)
+
+
+def warden_pid(ns, name):
+    """The pid of the warden of the Lease ns/name, found by its command line (which names it)."""
+    wanted, found = ("lease=%s/%s" % (ns, name)).encode(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                    argv = handle.read().split(b"\0")
+            except OSError:
+                continue
+            if b"tensorfusion.ops-lock-warden" in argv and wanted in argv:
+                found.append(int(entry))
+    assert len(found) == 1, "wardens of %s/%s: %s" % (ns, name, found)
+    return found[0]

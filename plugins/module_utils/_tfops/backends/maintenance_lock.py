@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import warden as wardens
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import controller_chain
@@ -25,15 +27,37 @@ def run(ctx):
                              process=holders.format_process(process) if process else None)
     if params["ttl"] < 1:
         raise InvalidInput("ttl must be at least 1 second")
+    heartbeat = params["heartbeat"] and params["state"] == "acquired"
+    if heartbeat and not process:
+        raise InvalidInput("heartbeat: this run's ansible-playbook process cannot be watched from here "
+                           "(the module runs outside it, on another host or without /proc), so nothing "
+                           "would renew the lock between tasks: set heartbeat to false and a ttl long "
+                           "enough for the whole run (runbooks: tfops_lock_heartbeat: false, tfops_lock_ttl)")
     if params["retry_timeout"] < 0:
         raise InvalidInput("retry_timeout must be 0 (no retry) or a positive number of seconds, "
                            "not %d" % params["retry_timeout"])
     with ctx.connected(Deadline(timeout=params["retry_timeout"] or None, options=("retry_timeout", "deadline"))) as kube:
         lock = locks.LeaseLock(kube, params["namespace"], params["name"])
-        if params["state"] == "acquired":
+        if params["state"] == "acquired" and heartbeat and not ctx.check_mode:
+            result = acquire_watched(lock, me, params, process)
+        elif params["state"] == "acquired":
             result = lock.acquire(me, params["ttl"], check_mode=ctx.check_mode, gone=holders.gone_checker())
         else:
             result = lock.release(me, force=params["force"], check_mode=ctx.check_mode)
     for warning in result.pop("warnings"):
         ctx.warn(warning)
+    return result
+
+
+def acquire_watched(lock, me, params, process):
+    """Take the lock with its warden started first (maintenance/warden.py): a warden per holding,
+    told to watch when this task took the lock; a renewal finds the run's warden running."""
+    lease = lock.read()
+    if lease is not None and locks.lease_view(lease)["holder"] == me["holder"]:
+        return lock.acquire(me, params["ttl"], gone=holders.gone_checker())
+    with wardens.Starting(resolve_auth(params), params["namespace"], params["name"], me["holder"], process) as warden:
+        result = lock.acquire(me, params["ttl"], gone=holders.gone_checker())
+        if result["action"] in ("create", "take", "take_over"):
+            warden.go()
+            result["warden"] = dict(pid=warden.pid)
     return result

@@ -45,6 +45,8 @@ PREFIX = "tensorfusion.ops/"
 ANNOTATION_KEYS = ("purpose", "user", "host", "job-id")
 RELEASED_BY = PREFIX + "released-by"
 RELEASED_AT = PREFIX + "released-at"
+# Why a lock was released by other than its run's own release (maintenance/warden.py).
+RELEASED_WHY = PREFIX + "released-why"
 # The ansible-playbook process of a runbook's holder (maintenance/holder.py): a run on the same
 # host takes over at once the lock of a holder that provably no longer runs.
 PROCESS = PREFIX + "process"
@@ -256,6 +258,7 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations.pop(PROCESS, None)
         annotations.pop(RELEASED_BY, None)
         annotations.pop(RELEASED_AT, None)
+        annotations.pop(RELEASED_WHY, None)
     elif action in ("release", "force_release"):
         for key in ("holderIdentity", "acquireTime", "renewTime"):
             spec.pop(key, None)
@@ -264,6 +267,10 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
         annotations.pop(PROCESS, None)
         annotations[RELEASED_BY] = me["holder"]
         annotations[RELEASED_AT] = stamp
+        if me.get("why"):
+            annotations[RELEASED_WHY] = me["why"]
+        else:
+            annotations.pop(RELEASED_WHY, None)
     else:
         raise ValueError("no Lease to write for %s" % action)
     meta["annotations"] = annotations

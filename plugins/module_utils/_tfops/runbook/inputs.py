@@ -315,6 +315,7 @@ SPEC = [
     V("tfops_lock_name", CHANGING, object_name),
     V("tfops_lock_holder", CHANGING, text),
     V("tfops_lock_ttl", CHANGING, whole(1)),
+    V("tfops_lock_heartbeat", CHANGING, boolean),
     V("tfops_renew_retry_timeout", CHANGING, whole(0)),
     V("tfops_unlock_timeout", CHANGING, whole(0)),
     V("tfops_plan_out", CHANGING, file_to_write),

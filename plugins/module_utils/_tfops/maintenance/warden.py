@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) tensorfusion.ops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lock's warden: a small process that a runbook's lock starts beside its ansible-playbook.
+
+A run holds the maintenance lock for as long as it works, also between tasks and while a module
+that is not fenced runs (helm, a report). So that a short TTL (the runbooks' 120 s) is safe, the
+warden renews the Lease whenever a third of its TTL has passed, for as long as the run's
+ansible-playbook process runs (the one named in the Lease: pid, start time). When that process
+ends while the Lease still names the run - Ctrl-C, SIGTERM (an AWX job cancelled), kill -9 - the
+warden releases the lock at once, saying why in the Lease, and ends; a run from any host then
+takes it. When the Lease no longer names the run (the run released it, or lost it), the warden
+ends without writing anything. An API server that cannot be reached is waited out until the
+Lease's TTL would have ended anyway. A warden that dies with its run (the container of an AWX
+job torn down) leaves a Lease that nobody renews: any host takes it over once its TTL has passed.
+
+The warden's own session (not the terminal's process group, which a Ctrl-C reaches) and its
+settings on its standard input (the connection's credentials never in its command line or a
+file); it writes nothing but the Lease. ``Starting`` is used by the lock module; ``main`` runs in
+the warden."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ControllerGone,
+    LockLost,
+    NotLockHolder,
+    TfopsError,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
+
+READY = "ready"
+POLL_SECONDS = 1.0  # how soon the end of ansible-playbook is noticed
+START_SECONDS = 20  # how long the lock module waits for the warden to be watching
+LIFETIME_SECONDS = 24 * 3600  # a bound for a run that never ends (the process is also watched)
+
+
+def collections_root(module_file=__file__):
+    """The sys.path entry that holds ``ansible_collections`` (a folder, or AnsiballZ's zip)."""
+    path = os.path.abspath(module_file)
+    for _level in range(7):  # maintenance, _tfops, module_utils, plugins, ops, tensorfusion, ansible_collections
+        path = os.path.dirname(path)
+    return os.path.dirname(path)
+
+
+def gone_reason(pid):
+    """What the Lease says when the warden releases it for its run. Pure."""
+    return ("the run's ansible-playbook (pid %d) ended without releasing the lock (interrupted, "
+            "cancelled or killed): released by its warden" % pid)
+
+
+class Starting:
+    """A warden started before the lock is taken: ``with Starting(...) as warden:`` starts it (its
+    settings on its standard input) and returns once it is connected and ready; the block takes
+    the lock and calls ``warden.go()`` when it holds it. Leaving the block without ``go`` (the lock
+    was held by another, or the take failed) tells the warden to stop. Started first, so that a
+    run interrupted at any point after the Lease is written has a warden that saw it happen: one
+    whose module died before a word (a killed worker) watches whatever the Lease says."""
+
+    def __init__(self, auth, namespace, name, holder, process, python=None, timeout=START_SECONDS):
+        self.settings = dict(auth=auth, namespace=namespace, name=name, holder=holder,
+                             pid=process["pid"], started=process["started"])
+        self.python, self.timeout = python or sys.executable, timeout
+        self.proc = None
+        self.pid = None
+
+    def __enter__(self):
+        code = "import sys; sys.path.insert(0, %r); " \
+               "from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import warden; " \
+               "warden.main()" % collections_root()
+        # Its command line names it (ps), never its settings.
+        argv = [self.python, "-c", code, "tensorfusion.ops-lock-warden",
+                "lease=%s/%s" % (self.settings["namespace"], self.settings["name"]),
+                "ansible-playbook=%d" % self.settings["pid"]]
+        # Not AnsibleModule.run_command: the warden outlives the module, in a session of its own.
+        self.proc = subprocess.Popen(argv,  # pylint: disable=ansible-bad-function
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True, close_fds=True, cwd="/")
+        self.proc.stdin.write((json.dumps(self.settings) + "\n").encode())
+        self.proc.stdin.flush()
+        line = b""
+        if select.select([self.proc.stdout], [], [], self.timeout)[0]:
+            line = self.proc.stdout.readline()
+        if line.strip() != READY.encode():
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            err = self.proc.stderr.read().decode(errors="replace")
+            self._close()
+            raise TfopsError("the lock's warden did not start within %ds: %s" % (
+                self.timeout, (line.decode(errors="replace") + err).strip()[-2000:] or "no word from it"))
+        return self
+
+    def go(self):
+        """The lock is held: the warden watches it."""
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise TfopsError("the lock's warden (pid %d) ended before it could watch the lock: %s" % (
+                self.proc.pid, exc))
+        self.pid = self.proc.pid
+
+    def __exit__(self, *exc):
+        if self.pid is None:
+            try:
+                self.proc.stdin.write(b"stop\n")
+            except OSError:  # it ended already
+                pass
+        self._close()
+        return False
+
+    def _close(self):
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFETIME_SECONDS):
+    """The warden's loop, given its ``fence`` (maintenance/fence.Fence over the run's
+    ansible-playbook process) and ``release()``: first a look (the Lease names the run, its
+    process runs); then renew while the process runs; release once it is gone and the Lease
+    still names the run; end when the Lease no longer does. What it did: 'released', 'not ours',
+    'unreachable' (could not release before the TTL ran out) or 'lifetime'."""
+    end = clock() + lifetime
+    failing_since = None
+    look = fence.check
+    while clock() < end:
+        try:
+            look()
+            look = fence.heartbeat
+            failing_since = None
+        except ControllerGone:
+            try:
+                release()
+                return "released"
+            except (LockLost, NotLockHolder):
+                return "not ours"
+            except TfopsError:  # the API server is away: try again until the TTL is over
+                failing_since = failing_since or clock()
+        except LockLost:
+            return "not ours"
+        except TfopsError:
+            failing_since = failing_since or clock()
+        if failing_since is not None and fence.ttl and clock() - failing_since > fence.ttl:
+            return "unreachable"
+        sleep(min(POLL_SECONDS, fence.seconds_to_next() or POLL_SECONDS))
+    return "lifetime"
+
+
+def main():
+    """In the warden: read the settings, connect, say ready; then, told to go (or left without a
+    word by a module that died), watch; told to stop, end."""
+    settings = json.loads(sys.stdin.readline())
+    try:
+        kube = Kube(settings["auth"])
+        lease = locks.LeaseLock(kube, settings["namespace"], settings["name"])
+        lease.read()  # the first request: every path the warden takes is imported now
+        fence = Fence(kube, settings["namespace"], settings["name"], settings["holder"],
+                      chain=[(settings["pid"], None, settings["started"])])
+    except Exception as exc:  # pylint: disable=broad-except  # said to the module that starts it
+        sys.stdout.write("cannot watch the lock: %s: %s\n" % (type(exc).__name__, exc))
+        sys.stdout.flush()
+        return
+    try:
+        sys.stdout.write(READY + "\n")
+        sys.stdout.flush()
+    except OSError:  # the module that started it is gone (its run interrupted meanwhile)
+        pass
+    word = sys.stdin.readline().strip()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    if word != "stop":
+        me = dict(holder=settings["holder"], why=gone_reason(settings["pid"]))
+        watch(fence, lambda: lease.release(me))
+    kube.close()

@@ -1,0 +1,115 @@
+"""maintenance/warden.py: what the lock's warden does for each thing its fence reports (a fake
+fence and clock: the loop's decisions; the warden against a real lab is in test_fence.py)."""
+import os
+
+import pytest
+
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
+    ControllerGone,
+    LockLost,
+    NotLockHolder,
+)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import warden
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+class Fence:
+    """Raises (or returns) what ``events`` says, one per look (the first check, then each
+    heartbeat); then beats quietly."""
+
+    def __init__(self, events, ttl=120):
+        self.events, self.ttl, self.beats = list(events), ttl, 0
+
+    def check(self, doing=None):
+        self.heartbeat()
+
+    def heartbeat(self):
+        self.beats += 1
+        if self.events:
+            event = self.events.pop(0)
+            if event is not None:
+                raise event
+
+    def seconds_to_next(self):
+        return 1.0
+
+
+def run(fence, release=None, lifetime=3600):
+    clock, released = Clock(), []
+
+    def do_release():
+        released.append(clock.now)
+        if release is not None:
+            raise release
+    outcome = warden.watch(fence, do_release, sleep=clock.sleep, clock=clock, lifetime=lifetime)
+    return outcome, released, clock.now
+
+
+def test_it_renews_while_the_run_works_and_releases_once_its_ansible_playbook_is_gone():
+    fence = Fence([None] * 5 + [ControllerGone("gone")])
+    outcome, released, when = run(fence)
+    assert outcome == "released" and released == [5.0] and fence.beats == 6
+
+
+def test_a_lease_that_no_longer_names_the_run_ends_it_without_a_write():
+    assert run(Fence([None, LockLost("released by the run")]))[:2] == ("not ours", [])
+    # the run released it just before ending: the release finds it not the run's
+    assert run(Fence([ControllerGone("gone")]), release=NotLockHolder("held by another"))[0] == "not ours"
+
+
+def test_an_unreachable_api_server_is_waited_out_until_the_ttl_would_have_ended():
+    outage = [ApiError("connection refused")] * 10
+    outcome, released, _ = run(Fence(outage + [ControllerGone("gone")], ttl=120))
+    assert outcome == "released" and released == [10.0]  # back after 10 s: then released
+    outcome, released, when = run(Fence([ControllerGone("gone")] * 500, ttl=30), release=ApiError("down"))
+    assert outcome == "unreachable" and 30 < when <= 32 and len(released) > 25  # tried each second
+
+
+def test_a_run_that_never_ends_is_left_after_the_lifetime():
+    assert run(Fence([]), lifetime=10)[0] == "lifetime"
+
+
+def test_the_release_says_why_in_the_lease():
+    me = dict(holder="u@h run=abc purpose=upgrade", why=warden.gone_reason(4242))
+    lease = {"metadata": {"name": "l", "namespace": "n", "annotations": {}},
+             "spec": {"holderIdentity": me["holder"], "leaseDurationSeconds": 120}}
+    import datetime
+    now = datetime.datetime(2026, 12, 7, tzinfo=datetime.timezone.utc)
+    released = locks.lease_after(lease, "release", me, "n", "l", now, None)
+    why = released["metadata"]["annotations"][locks.RELEASED_WHY]
+    assert "pid 4242" in why and "ended without releasing" in why and "warden" in why
+    again = locks.lease_after(released, "take", dict(holder="next"), "n", "l", now, 120)
+    assert locks.RELEASED_WHY not in again["metadata"]["annotations"]
+    plain = locks.lease_after(lease, "release", dict(holder=me["holder"]), "n", "l", now, None)
+    assert locks.RELEASED_WHY not in plain["metadata"]["annotations"]
+
+
+def test_the_collections_root_is_the_folder_that_holds_ansible_collections():
+    root = warden.collections_root()
+    assert os.path.isdir(os.path.join(root, "ansible_collections", "tensorfusion", "ops", "plugins"))
+    assert warden.collections_root("/z/p.zip/ansible_collections/tensorfusion/ops/plugins/module_utils/_tfops/"
+                                   "maintenance/warden.py") == "/z/p.zip"
+
+
+@pytest.mark.parametrize("seconds", [0.5, 5])
+def test_a_warden_that_does_not_start_is_an_error_that_says_so(seconds, tmp_path):
+    """A warden that cannot watch (here: no API server at that address) fails its start with
+    what it said; nothing is left running."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
+    auth = resolve_auth(dict(host="https://127.0.0.1:9", api_key="t", validate_certs=False), environ={})
+    with pytest.raises(TfopsError, match="warden did not start.*cannot reach the API server https://127.0.0.1:9"):
+        with warden.Starting(auth, "ns", "lock", "me", dict(pid=os.getpid(), started=1), timeout=seconds):
+            pass
