@@ -262,3 +262,39 @@ def warden_pid(ns, name):
                 found.append(int(entry))
     assert len(found) == 1, "wardens of %s/%s: %s" % (ns, name, found)
     return found[0]
+
+
+def test_a_warden_releases_the_lock_after_its_jobs_private_folder_is_gone(lab, api_client, fenced_vars, tmp_path):
+    """As AWX's runner gives a job its credentials (K8S_AUTH_HOST, _API_KEY, _SSL_CA_CERT in the
+    job's private folder, which goes when the job ends): the folder removed while the run holds
+    the lock, then the run cancelled (SIGTERM); its warden still reaches the API server and
+    releases the lock (it read the CA when it started), and leaves no file behind."""
+    import shutil
+    ns, name = fenced_vars["fenced_lock_namespace"], fenced_vars["fenced_lock_name"]
+    private = tmp_path / "job-private"
+    private.mkdir()
+    shutil.copy(lab["state_dir"] + "/pki/ca.crt", private / "ca.crt")
+    env = {"K8S_AUTH_HOST": lab["server"], "K8S_AUTH_API_KEY": lab["token"],
+           "K8S_AUTH_SSL_CA_CERT": str(private / "ca.crt"), "TMPDIR": str(private)}
+    first = start_playbook("fenced.yml", dict(fenced_vars, lab_kubeconfig=None, fenced_ttl=3600, fenced_hold=300),
+                           env=env, clean_auth_env=True)
+    below = []
+    try:
+        held_lease(api_client, ns, name)
+        below = descendants(first.proc.pid)
+        warden = warden_pid(ns, name)
+        time.sleep(2)  # past the lock task: the run holds the lock
+        shutil.rmtree(private)
+        os.kill(first.proc.pid, signal.SIGTERM)
+        first.proc.wait(timeout=30)
+        lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                         lambda le: le.metadata.name == name and not le.spec.holder_identity, timeout=30, namespace=ns)
+        assert "ended without releasing" in (lease.metadata.annotations or {}).get("tensorfusion.ops/released-why", "")
+        deadline = time.monotonic() + 15
+        while alive(warden) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive(warden)
+        assert not private.exists()
+    finally:
+        reap(first, below)
+    force_release(lab, ns, name)

@@ -55,7 +55,8 @@ def acquire_watched(lock, me, params, process):
     lease = lock.read()
     if lease is not None and locks.lease_view(lease)["holder"] == me["holder"]:
         return lock.acquire(me, params["ttl"], gone=holders.gone_checker())
-    with wardens.Starting(resolve_auth(params), params["namespace"], params["name"], me["holder"], process) as warden:
+    with wardens.Starting(resolve_auth(params), params["namespace"], params["name"], me["holder"], process,
+                          params["ttl"]) as warden:
         result = lock.acquire(me, params["ttl"], gone=holders.gone_checker())
         if result["action"] in ("create", "take", "take_over"):
             warden.go()

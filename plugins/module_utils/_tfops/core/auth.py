@@ -189,6 +189,19 @@ def build_configuration(auth):
     return cfg
 
 
+def remove_client_temp_files():
+    """The kubernetes client writes a kubeconfig's certificate and key data to temporary files that
+    it removes only when the interpreter exits; remove them now (the connection made keeps what
+    it read)."""
+    import sys
+    kube_config = sys.modules.get("kubernetes.config.kube_config")
+    if kube_config is not None:
+        try:
+            kube_config._cleanup_temp_files()  # pylint: disable=protected-access
+        except Exception:  # pylint: disable=broad-except  # a file already gone is no matter
+            pass
+
+
 def build_api_client(auth):
     """(ApiClient, server URL) for resolved auth settings; impersonation as request headers."""
     cfg = build_configuration(auth)

@@ -34,6 +34,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
     NotLockHolder,
     TfopsError,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import remove_client_temp_files
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
@@ -42,6 +43,7 @@ READY = "ready"
 POLL_SECONDS = 1.0  # how soon the end of ansible-playbook is noticed
 START_SECONDS = 20  # how long the lock module waits for the warden to be watching
 LIFETIME_SECONDS = 24 * 3600  # a bound for a run that never ends (the process is also watched)
+TLS_FILES = ("ssl_ca_cert", "cert_file", "key_file")  # of a kubernetes.client Configuration
 
 
 def collections_root(module_file=__file__):
@@ -66,8 +68,8 @@ class Starting:
     run interrupted at any point after the Lease is written has a warden that saw it happen: one
     whose module died before a word (a killed worker) watches whatever the Lease says."""
 
-    def __init__(self, auth, namespace, name, holder, process, python=None, timeout=START_SECONDS):
-        self.settings = dict(auth=auth, namespace=namespace, name=name, holder=holder,
+    def __init__(self, auth, namespace, name, holder, process, ttl, python=None, timeout=START_SECONDS):
+        self.settings = dict(auth=auth, namespace=namespace, name=name, holder=holder, ttl=ttl,
                              pid=process["pid"], started=process["started"])
         self.python, self.timeout = python or sys.executable, timeout
         self.proc = None
@@ -82,9 +84,11 @@ class Starting:
                 "lease=%s/%s" % (self.settings["namespace"], self.settings["name"]),
                 "ansible-playbook=%d" % self.settings["pid"]]
         # Not AnsibleModule.run_command: the warden outlives the module, in a session of its own.
+        # The credentials travel in the settings: not also in its environment.
+        env = dict((k, v) for k, v in os.environ.items() if not k.startswith("K8S_AUTH_"))
         self.proc = subprocess.Popen(argv,  # pylint: disable=ansible-bad-function
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True, close_fds=True, cwd="/")
+                                     start_new_session=True, close_fds=True, cwd="/", env=env)
         self.proc.stdin.write((json.dumps(self.settings) + "\n").encode())
         self.proc.stdin.flush()
         line = b""
@@ -127,12 +131,39 @@ class Starting:
                 pass
 
 
-def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFETIME_SECONDS):
+def pin_files(api_client):
+    """Open the connection's TLS files now and name them by their descriptors (/proc/self/fd/N):
+    a job's private folder that goes when its ansible-playbook ends (ansible-runner's, AWX's)
+    cannot take away what the warden needs to release the lock then. The client library's own
+    temporary copies of a kubeconfig's data are removed at once: the warden leaves no file.
+    Returns the open files (kept for the warden's life)."""
+    cfg = api_client.configuration
+    kept = []
+    for attr in TLS_FILES:
+        path = getattr(cfg, attr, None)
+        if path:
+            handle = open(path, "rb")  # pylint: disable=consider-using-with  # held while the warden lives
+            kept.append(handle)
+            setattr(cfg, attr, "/proc/self/fd/%d" % handle.fileno())
+    if kept:
+        api_client.rest_client = type(api_client.rest_client)(cfg)
+    remove_client_temp_files()
+    return kept
+
+
+def refused(exc):
+    """The API server no longer accepts the warden's credentials (401, 403): no retry helps."""
+    return getattr(exc, "status", None) in (401, 403)
+
+
+def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFETIME_SECONDS, ttl=None):
     """The warden's loop, given its ``fence`` (maintenance/fence.Fence over the run's
     ansible-playbook process) and ``release()``: first a look (the Lease names the run, its
     process runs); then renew while the process runs; release once it is gone and the Lease
     still names the run; end when the Lease no longer does. What it did: 'released', 'not ours',
-    'unreachable' (could not release before the TTL ran out) or 'lifetime'."""
+    'refused' (its credentials no longer accepted: the job's token revoked with its end),
+    'unreachable' (could not release before the TTL - the fence's, else ``ttl`` - ran out) or
+    'lifetime'."""
     end = clock() + lifetime
     failing_since = None
     look = fence.check
@@ -147,13 +178,17 @@ def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFET
                 return "released"
             except (LockLost, NotLockHolder):
                 return "not ours"
-            except TfopsError:  # the API server is away: try again until the TTL is over
+            except TfopsError as exc:  # the API server is away: try again until the TTL is over
+                if refused(exc):
+                    return "refused"
                 failing_since = failing_since or clock()
         except LockLost:
             return "not ours"
-        except TfopsError:
+        except TfopsError as exc:
+            if refused(exc):
+                return "refused"
             failing_since = failing_since or clock()
-        if failing_since is not None and fence.ttl and clock() - failing_since > fence.ttl:
+        if failing_since is not None and clock() - failing_since > (fence.ttl or ttl or lifetime):
             return "unreachable"
         sleep(min(POLL_SECONDS, fence.seconds_to_next() or POLL_SECONDS))
     return "lifetime"
@@ -165,6 +200,7 @@ def main():
     settings = json.loads(sys.stdin.readline())
     try:
         kube = Kube(settings["auth"])
+        pinned = pin_files(kube.api_client)
         lease = locks.LeaseLock(kube, settings["namespace"], settings["name"])
         lease.read()  # the first request: every path the warden takes is imported now
         fence = Fence(kube, settings["namespace"], settings["name"], settings["holder"],
@@ -184,5 +220,7 @@ def main():
         os.dup2(devnull, fd)
     if word != "stop":
         me = dict(holder=settings["holder"], why=gone_reason(settings["pid"]))
-        watch(fence, lambda: lease.release(me))
+        watch(fence, lambda: lease.release(me), ttl=settings["ttl"])
     kube.close()
+    for handle in pinned:
+        handle.close()

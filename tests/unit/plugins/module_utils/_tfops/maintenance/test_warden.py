@@ -46,14 +46,14 @@ class Fence:
         return 1.0
 
 
-def run(fence, release=None, lifetime=3600):
+def run(fence, release=None, lifetime=3600, ttl=None):
     clock, released = Clock(), []
 
     def do_release():
         released.append(clock.now)
         if release is not None:
             raise release
-    outcome = warden.watch(fence, do_release, sleep=clock.sleep, clock=clock, lifetime=lifetime)
+    outcome = warden.watch(fence, do_release, sleep=clock.sleep, clock=clock, lifetime=lifetime, ttl=ttl)
     return outcome, released, clock.now
 
 
@@ -75,6 +75,20 @@ def test_an_unreachable_api_server_is_waited_out_until_the_ttl_would_have_ended(
     assert outcome == "released" and released == [10.0]  # back after 10 s: then released
     outcome, released, when = run(Fence([ControllerGone("gone")] * 500, ttl=30), release=ApiError("down"))
     assert outcome == "unreachable" and 30 < when <= 32 and len(released) > 25  # tried each second
+
+
+def test_a_release_that_keeps_failing_before_the_first_look_is_bounded_by_the_locks_ttl():
+    """The run was gone before the warden's first look (no TTL read from the Lease yet): the
+    lock's own TTL bounds the tries."""
+    fence = Fence([ControllerGone("gone")] * 500, ttl=None)
+    outcome, released, when = run(fence, release=ApiError("down"), ttl=20)
+    assert outcome == "unreachable" and 20 < when <= 22
+
+
+def test_credentials_no_longer_accepted_end_it_at_once():
+    """A job's token revoked when the job ended (401) or its rights taken (403): no retry helps."""
+    assert run(Fence([ControllerGone("gone")]), release=ApiError("Unauthorized", status=401))[0] == "refused"
+    assert run(Fence([None, ApiError("forbidden", status=403)]))[0] == "refused"
 
 
 def test_a_run_that_never_ends_is_left_after_the_lifetime():
@@ -111,5 +125,5 @@ def test_a_warden_that_does_not_start_is_an_error_that_says_so(seconds, tmp_path
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
     auth = resolve_auth(dict(host="https://127.0.0.1:9", api_key="t", validate_certs=False), environ={})
     with pytest.raises(TfopsError, match="warden did not start.*cannot reach the API server https://127.0.0.1:9"):
-        with warden.Starting(auth, "ns", "lock", "me", dict(pid=os.getpid(), started=1), timeout=seconds):
+        with warden.Starting(auth, "ns", "lock", "me", dict(pid=os.getpid(), started=1), 120, timeout=seconds):
             pass
