@@ -161,6 +161,17 @@ options:
         state of their hypervisor Pods. The operator itself waits forever on a stuck node.
     type: int
     default: 600
+  pods_fail_after:
+    description:
+      - Fail as soon as hypervisor Pods of the pool have kept failing to start for this many
+        seconds - a pull that fails (C(ErrImagePull), C(ImagePullBackOff)), a crash loop
+        (C(CrashLoopBackOff)), an image or configuration the kubelet refuses, a Pod the scheduler
+        reports C(Unschedulable) - naming each Pod's image, node and reason, instead of waiting
+        O(stall_timeout) for a batch that cannot finish. The Pods are looked at every few seconds
+        while a hypervisor campaign is waited for; a Pod that recovers is forgotten.
+      - V(0) leaves only O(stall_timeout).
+    type: int
+    default: 60
   on_deadline:
     description:
       - What to do when O(wait_timeout) or O(deadline) ends the wait. V(fail) leaves the rollout
@@ -653,6 +664,7 @@ def main():
              state=dict(type="str", default="present", choices=["present", "paused", "resumed"]),
              **wait_arg_spec(timeout=3600),
              stall_timeout=dict(type="int", default=600),
+             pods_fail_after=dict(type="int", default=60),
              on_deadline=dict(type="str", default="fail", choices=["fail", "pause"]),
              wait_until_progress=dict(type="int", default=100),
              gates=dict(type="dict", options=GATE_OPTIONS),

@@ -169,6 +169,31 @@ def test_stuck_node_fails_at_stall_timeout_naming_it(lab, api_client):
     assert hypervisor_images(api_client) == [f"{HV}:3.5.1"]
 
 
+def test_a_batch_whose_pods_cannot_start_fails_after_pods_fail_after_naming_image_node_and_reason(lab, api_client):
+    """#45: a new hypervisor image whose Pods sit in ImagePullBackOff from their first second
+    fails the batch after pods_fail_after (15 s here; 60 by default), not at the stall timeout
+    (600 s by default): the message names the Pod, its image, its node and the reason."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                      "data": {"neverReadyImages": "3.6.0-broken"}})
+    try:
+        started = time.monotonic()
+        run, res = rollout(lab, pods_fail_after=15, **hv("3.6.0-broken"))
+        took = time.monotonic() - started
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    assert run.rc != 0 and res["error"] == "RolloutFailed", res
+    assert "hypervisor Pods do not start" in res["msg"] and "ImagePullBackOff" in res["msg"], res["msg"]
+    stuck = {p.spec.node_name for p in core.list_namespaced_pod(
+        "tensor-fusion-sys", label_selector="tensor-fusion.ai/component=hypervisor").items
+        if p.spec.containers[0].image.endswith(":3.6.0-broken")}
+    assert stuck and any("(image %s:3.6.0-broken) on node %s" % (HV, node) in res["msg"] for node in stuck), res["msg"]
+    assert took < 120, "failed after %.0f s, not at the stall timeout" % took
+    run, res = rollout(lab, **hv("3.6.1"))
+    assert run.rc == 0, res.get("msg")
+    assert hypervisor_images(api_client) == [f"{HV}:3.6.1"]
+
+
 def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
     # 8 s between batches (a knob of the double): five batches cannot finish in 25 s, and 25 s
     # leave ansible-playbook time to start even on a loaded machine.

@@ -29,4 +29,6 @@ def run(ctx):
         kube.require_namespace(params["namespace"])
         if any((settings or {}).get("pod_template") for settings in params["components"].values()):
             rollout.validate_task(params["components"], {}, pod_fields=kube.pod_field_names())
-        return RolloutTask(ctx, params).run()
+        # A hypervisor Pod that cannot start (a pull that fails, a crash loop, no node for it)
+        # fails the batch after pods_fail_after seconds instead of the stall timeout's.
+        return RolloutTask(ctx, params, pods_fail_after=params["pods_fail_after"] or None).run()

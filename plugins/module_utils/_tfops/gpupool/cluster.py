@@ -24,6 +24,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.decisions import (
+    HYPERVISOR_WAITING,
     failing_pods,
     lasting_failures,
     pod_problems,
@@ -326,8 +327,8 @@ class RolloutWait:
         if self._next_pod_look is not None and now < self._next_pod_look:
             return
         self._next_pod_look = now + POD_CHECK_SECONDS
-        lasting = lasting_failures(failing_pods(self.observer.hypervisor_pods()), self._failing_since,
-                                   now, self.pods_fail_after)
+        failing = failing_pods(self.observer.hypervisor_pods(), HYPERVISOR_WAITING, unschedulable=True, where=True)
+        lasting = lasting_failures(failing, self._failing_since, now, self.pods_fail_after)
         if lasting:
             diag = self.observer.diagnose()
             raise RolloutFailed("rollout of GPUPool %s cannot finish: its hypervisor Pods do not start: %s. %s" % (

@@ -62,6 +62,9 @@ def validate(params):
         refuse_passed(deadline, params.get("deadline"))
     if params.get("stall_timeout") is not None and params["stall_timeout"] <= 0:
         raise InvalidInput("stall_timeout must be positive")
+    if (params.get("pods_fail_after") or 0) < 0:
+        raise InvalidInput("pods_fail_after must be 0 (off) or a positive number of seconds, not %d"
+                           % params["pods_fail_after"])
     if not 1 <= params["wait_until_progress"] <= 100:
         raise InvalidInput("wait_until_progress must be 1-100")
     params["gates"] = gates.normalize(params.get("gates"))

@@ -85,17 +85,37 @@ FATAL_WAITING = ("ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "C
 FATAL_FOR_SECONDS = 30.0
 
 
-def failing_pods(pods):
+# A GPU pool's hypervisor Pods: each is bound to its node, so a Pod the scheduler cannot place, or
+# a first failed pull, does not mend by waiting either (the failure must last, see below).
+HYPERVISOR_WAITING = FATAL_WAITING + ("ErrImagePull",)
+
+
+def failing_pods(pods, waiting_reasons=FATAL_WAITING, unschedulable=False, where=False):
     """{pod name: "container: Reason (message)"} of the live Pods whose containers wait in a state
-    of FATAL_WAITING."""
+    of ``waiting_reasons``; with ``unschedulable``, also Pods the scheduler reports Unschedulable;
+    with ``where``, each names the container's image and the Pod's node too."""
     out = {}
     for pod in live_only(pods):
+        node = (pod.get("spec") or {}).get("nodeName")
+        images = dict((c.get("name"), c.get("image")) for c in (pod.get("spec") or {}).get("containers") or [])
         for cstat in (pod.get("status") or {}).get("containerStatuses") or []:
             waiting = (cstat.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in FATAL_WAITING:
+            if waiting.get("reason") in waiting_reasons:
+                container = cstat.get("name")
+                image = cstat.get("image") or images.get(container)
+                if where and image:
+                    container += " (image %s)" % image
+                if where and node:
+                    container += " on node %s" % node
                 out[pod["metadata"]["name"]] = "%s: %s (%s)" % (
-                    cstat.get("name"), waiting["reason"], waiting.get("message") or "no message")
+                    container, waiting["reason"], waiting.get("message") or "no message")
                 break
+        if unschedulable and pod["metadata"]["name"] not in out:
+            for cond in (pod.get("status") or {}).get("conditions") or []:
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "False" \
+                        and cond.get("reason") == "Unschedulable":
+                    out[pod["metadata"]["name"]] = "not scheduled%s: Unschedulable (%s)" % (
+                        " (wanted node %s)" % node if node and where else "", cond.get("message") or "no message")
     return out
 
 

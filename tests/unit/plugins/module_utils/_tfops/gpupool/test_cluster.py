@@ -306,10 +306,10 @@ def test_hypervisor_pods_that_do_not_start_end_the_wait_after_the_failure_period
         waiter.check(moving)
     msg = caught.value.msg
     assert msg.startswith("rollout of GPUPool tf-pool-a cannot finish: its hypervisor Pods do not start: "
-                          "hypervisor-gpu-1 hypervisor: ImagePullBackOff (Back-off pulling image) for 35s. ")
+                          "hypervisor-gpu-1 hypervisor on node gpu-1: ImagePullBackOff (Back-off pulling image) for 35s. ")
     assert "GPUNodes not Running: gpu-3, gpu-7" in msg, "the diagnosis says what else is stuck"
     assert caught.value.details["pods_not_ready"] == [
-        "hypervisor-gpu-1 hypervisor: ImagePullBackOff (Back-off pulling image) for 35s"]
+        "hypervisor-gpu-1 hypervisor on node gpu-1: ImagePullBackOff (Back-off pulling image) for 35s"]
 
 
 def test_a_pod_that_recovers_is_forgotten_and_without_the_option_pods_are_not_looked_at(clock):

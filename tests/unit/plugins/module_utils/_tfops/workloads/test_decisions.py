@@ -126,6 +126,24 @@ def test_failing_pods_names_only_states_that_waiting_does_not_mend():
                                             "e": "app: CrashLoopBackOff (no message)"}
 
 
+def test_a_hypervisor_pod_that_cannot_start_is_named_with_its_image_node_and_reason():
+    """#45: a pool's hypervisor Pods also fail on a first failed pull and when unschedulable;
+    each is named with the image, the node and the reason."""
+    pull = _pod("hv-1", "ErrImagePull", message="pull access denied")
+    pull["spec"] = {"nodeName": "gpu-1", "containers": [{"name": "app", "image": "hv:9"}]}
+    unscheduled = _pod("hv-2")
+    unscheduled["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                             "message": "0/3 nodes are available"}]}
+    waiting = _pod("hv-3", "ContainerCreating")
+    found = decisions.failing_pods([pull, unscheduled, waiting], decisions.HYPERVISOR_WAITING,
+                                   unschedulable=True, where=True)
+    assert found == {"hv-1": "app (image hv:9) on node gpu-1: ErrImagePull (pull access denied)",
+                     "hv-2": "not scheduled: Unschedulable (0/3 nodes are available)"}
+    # A Deployment's Pods keep the narrower rule: a first failed pull may heal, unscheduled may
+    # wait for a node
+    assert decisions.failing_pods([pull, unscheduled]) == {}
+
+
 def test_a_failure_must_last_before_it_ends_the_wait_and_a_recovered_pod_is_forgotten():
     seen = {}
     assert decisions.lasting_failures({"a": "app: ImagePullBackOff (x)"}, seen, 100.0) == []
