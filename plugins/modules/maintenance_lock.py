@@ -98,7 +98,7 @@ options:
     default: 0
   heartbeat:
     description:
-      - With O(state=acquired), start the lock's warden when the lock is taken: a small process,
+      - With O(state=acquired), start the lock's warden when the lock is taken, a small process
         in a session of its own, that renews the Lease whenever a third of O(ttl) has passed for
         as long as this run's C(ansible-playbook) process runs, and releases the lock at once when
         that process ends while the Lease still names the run (Ctrl-C, SIGTERM from a cancelled

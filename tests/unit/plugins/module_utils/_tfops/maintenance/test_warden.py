@@ -71,7 +71,7 @@ def test_a_lease_that_no_longer_names_the_run_ends_it_without_a_write():
 
 def test_an_unreachable_api_server_is_waited_out_until_the_ttl_would_have_ended():
     outage = [ApiError("connection refused")] * 10
-    outcome, released, _ = run(Fence(outage + [ControllerGone("gone")], ttl=120))
+    outcome, released, _ended = run(Fence(outage + [ControllerGone("gone")], ttl=120))
     assert outcome == "released" and released == [10.0]  # back after 10 s: then released
     outcome, released, when = run(Fence([ControllerGone("gone")] * 500, ttl=30), release=ApiError("down"))
     assert outcome == "unreachable" and 30 < when <= 32 and len(released) > 25  # tried each second
