@@ -111,7 +111,9 @@ class ServiceAccounts:
             work = access.Access(kube, check_mode=False)
             for obj in objects:
                 work.apply(obj)
-            token, ca_data = work.token(secret, Deadline(timeout=60))
+            # Right after an API server outage test, kube-controller-manager's token controller may
+            # still be in its informers' back-off (CI: over 60 s once, the ns fixture saw the same).
+            token, ca_data = work.token(secret, Deadline(timeout=180))
             server = kube.server
         finally:
             kube.close()
