@@ -56,7 +56,11 @@ matrix_venv() {
 }
 
 sanity_newest() {
-  local core minor venv
+  local core minor venv entry
+  for entry in "${ANSIBLE_MATRIX[@]}"; do  # every environment, so that a background run makes them all
+    read -r core minor <<<"$entry"
+    matrix_venv "$core" "$minor" >/dev/null
+  done
   read -r core minor <<<"${ANSIBLE_MATRIX[-1]}"
   venv=$(matrix_venv "$core" "$minor")
   step "ansible-test sanity on ansible-core $core (Python $minor)"

@@ -51,8 +51,32 @@ ansible-galaxy collection build --output-path "$build_dir" . >/dev/null
 python tests/check_artifact.py "$build_dir"/tensorfusion-ops-*.tar.gz
 rm -rf "$build_dir"
 
+# While the tests below mostly wait on the lab (load about 1 of 2 cores), what only needs CPU runs
+# beside them at the lowest priority: the other Kubernetes minors' builds (a fresh machine's
+# first run), the ansible-core matrix's virtual environments and its sanity on the newest. Each
+# is waited for, and its output shown, where its results are needed.
+step "in the background, at nice 19: Kubernetes $(python -c 'from lab import paths; print(*paths.MATRIX_KUBE_MINORS)') builds, the ansible-core matrix's environments and sanity"
+background=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+kube_args=$(python -c 'from lab import paths; print(" ".join("--kube-version %s" % m for m in paths.MATRIX_KUBE_MINORS))')
+# shellcheck disable=SC2086  # one word per argument
+nice -n 19 python -m lab install $kube_args >"$background/kube.log" 2>&1 &
+kube_builds=$!
+nice -n 19 tests/ansible-matrix.sh sanity >"$background/matrix-sanity.log" 2>&1 &
+matrix_sanity=$!
+finished() {  # finished PID LOG WHAT: its output, then its exit code decides
+  local rc=0
+  wait "$1" || rc=$?
+  printf -- '---- %s (ran in the background) ----\n' "$3"
+  cat "$2"
+  if ((rc)); then echo "$3 failed (exit $rc)" >&2; exit "$rc"; fi
+}
+
 step "unit and integration tests (integration against the lab)"
 python -m pytest -p no:cacheprovider --durations=30 tests/unit tests/integration "$@"
+
+step "the background builds"
+finished "$kube_builds" "$background/kube.log" "Kubernetes builds of the version matrix"
 
 # The oldest and newest Kubernetes minors the lab builds (lab/paths.py MATRIX_KUBE_MINORS): the
 # smoke set (precheck, the upgrade runbook, a rotation, a rollback) on a lab of each; the
@@ -63,8 +87,9 @@ for minor in $(python -c 'from lab import paths; print(*paths.MATRIX_KUBE_MINORS
   TFOPS_TEST_KUBE_VERSION=$minor python -m pytest -p no:cacheprovider -m smoke tests/integration "$@"
 done
 
-step "ansible-core matrix: sanity on the newest; the smoke set on the oldest and newest, in-process and as module processes"
-tests/ansible-matrix.sh
+step "ansible-core matrix: sanity on the newest (ran in the background); the smoke set on the oldest and newest, in-process and as module processes"
+finished "$matrix_sanity" "$background/matrix-sanity.log" "ansible-test sanity on the newest ansible-core"
+tests/ansible-matrix.sh smoke
 
 step "molecule scenarios (extensions/molecule: default, failure, existing_cluster)"
 tests/molecule.sh
