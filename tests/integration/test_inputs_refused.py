@@ -260,6 +260,11 @@ def module_cases(app_ns):
         ("restart-timeout", "workload_restart", dict(namespace=app_ns, name="app", wait_timeout=-1),
          "wait_timeout: a timeout cannot be negative (-1)"),
         ("lock-ttl", "maintenance_lock", dict(namespace=NS, ttl=0), "ttl must be at least 1 second"),
+        # helm_snapshot: state=absent deleted any Secret named as a bundle (#46).
+        ("snapshot-delete-app-secret", "helm_snapshot",
+         dict(state="absent", name="tensor-fusion-sys", namespace=NS, bundle="secret://%s/app-cred" % app_ns),
+         "bundle: secret://%s/app-cred is not a restore point of tensorfusion.ops (Secret app-cred is of type "
+         "Opaque, not tensorfusion.ops/snapshot); not removing it" % app_ns),
     ]
 
 

@@ -126,6 +126,11 @@ def _remove(ctx, stores):
         if given and snapshot_store.is_reference(given):
             namespace, name = snapshot_store.parse_reference(given)
             parts = store_kube.read_bundle(kube, namespace, name)
+            # Any Secret can be named here: only a restore point of this collection is removed.
+            why_not = parts and snapshot_store.not_a_restore_point(parts, name)
+            if why_not:
+                raise InvalidInput("bundle: %s is not a restore point of tensorfusion.ops (%s); not "
+                                   "removing it" % (given, why_not))
             targets = [(given, namespace, parts)] if parts else []
         elif given:
             targets = [(given, None, None)] if os.path.isdir(given) else []

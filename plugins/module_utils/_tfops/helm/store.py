@@ -164,6 +164,25 @@ def contents_of(parts):
     return unpack(blob) if blob is not None else (None, problems)
 
 
+def not_a_restore_point(parts, name):
+    """Why the Secrets read as bundle ``name`` are no restore point of this collection, or None
+    when each is one: of the snapshot type, labelled as the collection labels its restore points,
+    and naming this bundle. Nothing that fails this is ever deleted or restored from. Pure."""
+    if not parts:
+        return "there is no such Secret"
+    for secret in parts:
+        meta = secret.get("metadata") or {}
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        if secret.get("type") != SECRET_TYPE:
+            return "Secret %s is of type %s, not %s" % (meta.get("name"), secret.get("type") or "(none)", SECRET_TYPE)
+        if any(labels.get(key) != value for key, value in MANAGED_BY.items()) or not labels.get(LABEL_RELEASE):
+            return "Secret %s lacks the labels of the collection's restore points (%s, %s)" % (
+                meta.get("name"), ", ".join("%s=%s" % kv for kv in MANAGED_BY.items()), LABEL_RELEASE)
+        if annotations.get(ANNOTATION_BUNDLE) != name:
+            return "Secret %s is not a part of bundle %s" % (meta.get("name"), name)
+    return None
+
+
 def names_of(parts):
     """The names of a bundle's Secrets (to remove it: the first part first, so that a removal cut
     short leaves an incomplete bundle, never a complete-looking one)."""

@@ -158,3 +158,19 @@ def test_the_newest_usable_bundle_of_either_store_comes_first():
     assert [i["location"] for i in chosen if i["usable"]] == ["secret://ns/both", "/snaps/both", "/snaps/old"]
     assert chosen[0]["location"] == "secret://ns/newest-broken" and chosen[0]["store"] == "cluster"
     assert snapshots.to_prune(chosen, 2) == chosen[2:]
+
+
+def test_only_the_collections_own_restore_points_are_recognised_as_such():
+    """#46: helm_snapshot state=absent with bundle=secret://NS/NAME removes nothing that is not a
+    restore point of the collection (an application's token, the webhook's TLS Secret)."""
+    parts = bodies(chunk=1024, content=files(4000))
+    name = parts[0]["metadata"]["name"]
+    assert len(parts) > 1 and snapshot_store.not_a_restore_point(parts, name) is None
+    app_token = {"type": "Opaque", "metadata": {"name": "app-cred", "labels": {}}}
+    assert "of type Opaque" in snapshot_store.not_a_restore_point([app_token], "app-cred")
+    forged = {"type": snapshot_store.SECRET_TYPE, "metadata": {"name": "x", "labels": {}}}
+    assert "lacks the labels" in snapshot_store.not_a_restore_point([forged], "x")
+    other = [dict(p, metadata=dict(p["metadata"], annotations={snapshot_store.ANNOTATION_BUNDLE: "other"}))
+             for p in parts[:1]]
+    assert "not a part of bundle %s" % name in snapshot_store.not_a_restore_point(other, name)
+    assert snapshot_store.not_a_restore_point([], name) == "there is no such Secret"
