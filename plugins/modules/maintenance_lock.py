@@ -56,6 +56,8 @@ options:
       - Two runs by the same user on the same host with the same purpose and no job id are one
         holder (the second renews the first's lock); give each a distinct O(holder) (or
         O(purpose)) when that can happen.
+      - One line of printable text, at most 256 characters (as O(purpose)); anything else is
+        refused before anything is written (it goes into logs, reports and the Lease).
     type: str
   run_id:
     description:
@@ -73,8 +75,9 @@ options:
   ttl:
     description:
       - Seconds the lock stays valid without a renewal (the Lease's C(leaseDurationSeconds)).
-        Renew it (run the module again with O(state=acquired)) before long steps, or choose a TTL
-        longer than the run.
+        Renew it (run the module again with O(state=acquired)) before long steps, choose a TTL
+        longer than the run, or let O(heartbeat) renew it.
+      - At most 86400 (a day); 0 or more than a day is refused before anything is written.
     type: int
     default: 1800
   force:

@@ -98,6 +98,11 @@ UPGRADE = [
     ("snapshot-store", {"tfops_snapshot_store": "tape"}, "tfops_snapshot_store: 'tape' is not one of local, cluster, both"),
     ("report-store", {"tfops_report_store": "s3"}, "tfops_report_store: 's3' is not one of local, cluster, both"),
     ("lock-ttl", {"tfops_lock_ttl": 0}, "tfops_lock_ttl: 0 is out of range (1 or more seconds)"),
+    # #46: numbers and strings bounded (a 31-year lock, forged log lines, 100 kB holders).
+    ("lock-ttl-years", {"tfops_lock_ttl": 1000000000}, "tfops_lock_ttl: 1000000000 seconds is more than a day"),
+    ("lock-holder-newline", {"tfops_lock_holder": "ops\nTASK [forged]"},
+     "tfops_lock_holder holds a line break or another control character"),
+    ("lock-holder-long", {"tfops_lock_holder": "h" * 100000}, "tfops_lock_holder is 100000 characters long; at most 256"),
     ("each-batch", {"tfops_each_batch": "perhaps"}, "tfops_each_batch: 'perhaps' is not a boolean"),
     # And more of the kind.
     ("namespace", {"tfops_namespace": "nosuchns"}, "tfops_namespace: namespace nosuchns does not exist"),
@@ -260,6 +265,9 @@ def module_cases(app_ns):
         ("restart-timeout", "workload_restart", dict(namespace=app_ns, name="app", wait_timeout=-1),
          "wait_timeout: a timeout cannot be negative (-1)"),
         ("lock-ttl", "maintenance_lock", dict(namespace=NS, ttl=0), "ttl must be at least 1 second"),
+        ("lock-ttl-years", "maintenance_lock", dict(namespace=NS, ttl=10 ** 9), "ttl: 1000000000 seconds is more than a day"),
+        ("lock-holder-newline", "maintenance_lock", dict(namespace=NS, holder="ops\nTASK [forged]"),
+         "holder holds a line break or another control character"),
         # helm_snapshot: state=absent deleted any Secret named as a bundle (#46).
         ("snapshot-delete-app-secret", "helm_snapshot",
          dict(state="absent", name="tensor-fusion-sys", namespace=NS, bundle="secret://%s/app-cred" % app_ns),

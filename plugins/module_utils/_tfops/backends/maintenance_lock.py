@@ -18,6 +18,9 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 def run(ctx):
     """maintenance_lock's body (core/module.py's contract)."""
     params = ctx.params
+    locks.check_ttl(params["ttl"])
+    locks.check_holder(params["holder"])
+    locks.check_holder(params["purpose"], "purpose")
     # A run's holder names its ansible-playbook process: once that is gone (kill -9), a run on
     # this host takes the lock over at once instead of waiting for the TTL.
     chain = controller_chain() if params["run_id"] else []
@@ -25,8 +28,6 @@ def run(ctx):
     me = locks.make_identity(params["purpose"], holder=params["holder"], job=locks.job_id(),
                              run=params["run_id"], pid=chain[-1][0] if chain else None,
                              process=holders.format_process(process) if process else None)
-    if params["ttl"] < 1:
-        raise InvalidInput("ttl must be at least 1 second")
     heartbeat = params["heartbeat"] and params["state"] == "acquired"
     if heartbeat and not process:
         raise InvalidInput("heartbeat: this run's ansible-playbook process cannot be watched from here "

@@ -88,6 +88,37 @@ def job_id(environ=None):
     return None
 
 
+# A lock nobody renews for longer than a day is one nobody would wait out (the runbooks' is 120 s
+# with its warden); a holder is a line of a log and an annotation, not a document.
+MAX_TTL_SECONDS = 24 * 3600
+MAX_HOLDER_LENGTH = 256
+
+
+def check_ttl(ttl, name="ttl"):
+    """The lock's TTL, within 1 second to MAX_TTL_SECONDS."""
+    if ttl < 1:
+        raise InvalidInput("%s must be at least 1 second" % name)
+    if ttl > MAX_TTL_SECONDS:
+        raise InvalidInput("%s: %d seconds is more than a day (%d): a lock held that long without "
+                           "renewal is one nobody would wait out" % (name, ttl, MAX_TTL_SECONDS))
+    return ttl
+
+
+def check_holder(holder, name="holder"):
+    """A holder (or purpose) given by the user: one line of printable text, at most
+    MAX_HOLDER_LENGTH characters (it is written to logs, reports and the Lease)."""
+    if holder is None:
+        return holder
+    if not isinstance(holder, str) or not holder.strip():
+        raise InvalidInput("%s must be non-empty text" % name)
+    if len(holder) > MAX_HOLDER_LENGTH:
+        raise InvalidInput("%s is %d characters long; at most %d" % (name, len(holder), MAX_HOLDER_LENGTH))
+    if any(not ch.isprintable() for ch in holder):
+        raise InvalidInput("%s holds a line break or another control character; one line of text is "
+                           "expected" % name)
+    return holder
+
+
 def check_run_id(run):
     """A run's token (the runbooks' tfops_run_id): it names the run in the lock and its report."""
     if run is not None and not RUN_ID.match(str(run)):

@@ -34,6 +34,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm impor
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release as helm_release
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import window as windows
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.options import (
     WINDOW_OPTIONS,
@@ -132,6 +133,13 @@ timezone = returning(lambda value, name: named(name, windows.get_zone, value))
 secret_data = returning(lambda value, name: secret_plan.check_content(value, name, encoded=True))
 secret_string_data = returning(secret_plan.check_content)
 secret_name = returning(secret_plan.check_name)
+
+
+def lock_ttl(value, name):
+    return locks.check_ttl(values.whole_number(value, name, 1, None, " seconds"), name)
+
+
+lock_holder = returning(lambda value, name: locks.check_holder(text(value, name), name))
 
 
 def mapping(value, name):
@@ -313,8 +321,8 @@ SPEC = [
     V("tfops_verify_image", VERIFYING, image),
     # The lock, saved plans, the window (the runbooks that change something).
     V("tfops_lock_name", CHANGING, object_name),
-    V("tfops_lock_holder", CHANGING, text),
-    V("tfops_lock_ttl", CHANGING, whole(1)),
+    V("tfops_lock_holder", CHANGING, lock_holder),
+    V("tfops_lock_ttl", CHANGING, lock_ttl),
     V("tfops_lock_heartbeat", CHANGING, boolean),
     V("tfops_renew_retry_timeout", CHANGING, whole(0)),
     V("tfops_unlock_timeout", CHANGING, whole(0)),

@@ -267,3 +267,19 @@ def test_the_lease_records_the_process_keeps_it_on_a_fence_renewal_and_drops_it_
     other = locks.make_identity("upgrade", user="bob", host="laptop")
     taken_over = locks.lease_after(taken, "take_over", other, "tf", "lock", NOW, 60)
     assert locks.PROCESS not in taken_over["metadata"]["annotations"], "a holder without a process records none"
+
+
+def test_ttl_and_holder_are_bounded_before_anything_is_written():
+    """#46: a TTL of 1e9 s (31 years) and a holder with a newline (forged log lines) or of 100 kB
+    were accepted; both the module and the runbooks' inputs use these checks."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+    assert locks.check_ttl(120) == 120 and locks.check_ttl(86400) == 86400
+    for bad, said in ((0, "at least 1 second"), (10 ** 9, "more than a day")):
+        with pytest.raises(InvalidInput, match=said):
+            locks.check_ttl(bad)
+    assert locks.check_holder("ops@host run=1 purpose=upgrade") and locks.check_holder(None) is None
+    for bad, said in (("a\nWARNING forged", "line break"), ("x" * 100000, "100000 characters"),
+                      ("   ", "non-empty"), (7, "non-empty")):
+        with pytest.raises(InvalidInput, match=said):
+            locks.check_holder(bad)
