@@ -388,6 +388,27 @@ def test_pending_release_fails_clearly_then_is_recovered(lab, api_client, helm, 
     assert cm.data["greeting"] == "two"
 
 
+def test_a_rollback_of_a_pending_release_recovers_it_first_when_told(lab, api_client, helm, ns):
+    """#45: a helm write cut off (an API server outage, a killed run) leaves the release
+    pending-upgrade; helm rollback then fails with 'another operation is in progress'. A rollback
+    refuses clearly by default, and with recover_pending=rollback (what the rollback role passes:
+    the runbook holds the maintenance lock) goes back to helm's own last deployed revision first,
+    says so, then rolls back as asked."""
+    tiny_two_revisions(lab, helm, ns)
+    pending = make_pending(api_client, "tiny", ns)
+    before = history(helm, lab, "tiny", ns)
+    run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1)
+    assert run.rc != 0 and "stuck pending-upgrade" in res["msg"] and "recover_pending=rollback" in res["msg"], res
+    assert history(helm, lab, "tiny", ns) == before
+    run, res = release(lab, helm, name="tiny", namespace=ns, state="rolled_back", revision=1,
+                       recover_pending="rollback")
+    assert run.rc == 0 and res["changed"] is True, res
+    assert res["recovered"] == {"from_status": "pending-upgrade", "from_revision": pending, "to_revision": pending - 1}
+    assert greeting(api_client, ns) == "one"
+    last = max(history(helm, lab, "tiny", ns), key=lambda r: r["revision"])
+    assert last["status"] == "deployed"
+
+
 def tiny_two_revisions(lab, helm, ns):
     for greeting in ("one", "two"):
         run, res = release(lab, helm, name="tiny", namespace=ns, chart_ref=TINY,

@@ -437,6 +437,10 @@ class ReleaseTask(Run):
         if current is None:
             raise ReleaseNotFound("release %s has no revision in namespace %s; nothing to "
                                   "roll back" % (params["name"], params["namespace"]))
+        # A release left pending-* by a writer that died or was cut off (helm's own record of its
+        # last deployed revision; refused unless recover_pending says so): back there first.
+        if self._handle_pending(history) and not self.check_mode:
+            current, history = self._current()
         self.result["revision_before"] = current["revision"]
         self.result.update(before_versions(current))
         if expect is not None and revision not in [r["revision"] for r in history]:

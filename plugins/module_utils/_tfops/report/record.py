@@ -390,6 +390,7 @@ def build_record(params, ended):
             "method": rollback.get("method"), "msg": None if rollback_ok else rollback_message(rollback, steps),
             "chart_version_before": rollback.get("chart_version_before"), "chart_version": rollback.get("chart_version"),
             "revision_before": rollback.get("revision_before"), "revision_after": rollback.get("revision_after"),
+            "recovered": rollback.get("recovered"),
             "pools": [dict((k, p[k]) for k in ("gpupool", "written", "waited_for", "restored"))
                       for p in restored_pools(rollback)]},
         "error": None if not error else {"step": error.get("step"), "task": error.get("task"),

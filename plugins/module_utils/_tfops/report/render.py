@@ -90,8 +90,13 @@ def gate_text(gate):
 
 
 def rollback_line(rollback):
-    """The rollback in a sentence: the chart it came from and went to, the revisions, the method."""
-    return "chart %s -> %s, release revision %s -> %s (revision %s recorded%s)" % (
+    """The rollback in a sentence: the chart it came from and went to, the revisions, the method,
+    and a release it first brought back from a pending-* state."""
+    recovered = rollback.get("recovered") or {}
+    return "%schart %s -> %s, release revision %s -> %s (revision %s recorded%s)" % (
+        "the release was stuck %s at revision %s (a helm write cut off): rolled back to its last "
+        "deployed revision %s first; then " % (recovered.get("from_status"), recovered.get("from_revision"),
+                                               recovered.get("to_revision")) if recovered else "",
         rollback.get("chart_version_before") or "?", rollback.get("chart_version") or "?",
         rollback.get("revision_before"), rollback.get("revision_after"), rollback.get("target_revision"),
         ", %s" % rollback["method"] if rollback.get("method") else "")

@@ -17,3 +17,16 @@ def test_the_report_keeps_gates_and_draws_their_bake():
     svg = report_render.svg_timeline(pool)
     assert 'fill="#d62728" opacity="0.2"' in svg and "FAILED after 4.0s of bake" in svg
     assert report_render.gate_text(gate).startswith("batch 1 (n1, n2): FAILED")
+
+
+def test_a_rollback_that_first_recovered_a_pending_release_says_so():
+    """#45: a release left pending-upgrade by a helm write cut off is brought back to its last
+    deployed revision before the rollback; the report's line (Markdown and HTML) says so."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
+    rollback = {"chart_version_before": "1.8.7", "chart_version": "1.8.6", "revision_before": 7,
+                "revision_after": 8, "target_revision": 5, "method": "rollback",
+                "recovered": {"from_status": "pending-upgrade", "from_revision": 6, "to_revision": 5}}
+    line = report_render.rollback_line(rollback)
+    assert line.startswith("the release was stuck pending-upgrade at revision 6 (a helm write cut off): "
+                           "rolled back to its last deployed revision 5 first; then chart 1.8.7 -> 1.8.6")
+    assert "stuck" not in report_render.rollback_line(dict(rollback, recovered=None))
