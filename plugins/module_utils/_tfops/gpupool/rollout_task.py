@@ -338,8 +338,9 @@ class RolloutTask(Run):
             unsynced = not rollout.component_status(pool, comp)[2]
             if comp in changed and not rollout.auto_update(new, comp):
                 self.warnings.append(
-                    "%s: the change is recorded but autoUpdate%s is false, so the operator does not "
-                    "roll it (Pods created from now on get it)" % (comp, comp.capitalize()))
+                    "%s: the change %s but autoUpdate%s is false, so the operator does not roll it "
+                    "(Pods created afterwards get it)" % (
+                        comp, "would be recorded" if self.check_mode else "is recorded", comp.capitalize()))
                 continue
             if comp in changed or (comp in named and unsynced and rollout.auto_update(new, comp)):
                 if observer.consumers(comp) == 0:
