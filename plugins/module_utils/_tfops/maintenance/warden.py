@@ -41,7 +41,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
 
 READY = "ready"
 POLL_SECONDS = 1.0  # how soon the end of ansible-playbook is noticed
-START_SECONDS = 20  # how long the lock module waits for the warden to be watching
+START_SECONDS = 60  # how long the lock module waits for the warden to connect (a loaded host)
 LIFETIME_SECONDS = 24 * 3600  # a bound for a run that never ends (the process is also watched)
 TLS_FILES = ("ssl_ca_cert", "cert_file", "key_file")  # of a kubernetes.client Configuration
 

@@ -125,8 +125,10 @@ def lock_state(taken, release):
     state = {"held_by_this_run": True, "name": lease.get("name"), "holder": lease.get("holder") or taken.get("holder")}
     if isinstance(release, dict) and not release.get("failed") and not release.get("skipped"):
         return dict(state, released=True)
+    warden = (taken.get("warden") or {}).get("pid") if isinstance(taken.get("warden"), dict) else None
     return dict(state, released=False, held_until=lease.get("expires"),
-                msg=release.get("msg") if isinstance(release, dict) else NOT_RELEASED_YET)
+                msg=release.get("msg") if isinstance(release, dict) else NOT_RELEASED_YET,
+                **({"warden": warden} if warden else {}))
 
 
 def business_paused(pool_results):
@@ -473,7 +475,11 @@ def summary_line(record):
                 else "")}[record["status"]]
     lock = record.get("lock") or {}
     release_failed = lock.get("held_by_this_run") and lock.get("released") is False and lock.get("msg") != NOT_RELEASED_YET
-    held = "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until") if release_failed else ""
+    held = "" if not release_failed else (
+        "; the maintenance lock's release failed: the run's lock warden (pid %s) releases it as soon as the "
+        "API server answers, and it expires at %s at the latest" % (lock["warden"], lock.get("held_until"))
+        if lock.get("warden") else
+        "; the maintenance lock stays held until %s (its release failed)" % lock.get("held_until"))
     return "%s%s on %s: %s%s in %ss%s" % (
         "check mode, nothing written - " if record.get("check_mode") else "",
         record["playbook"], record["host"], text, chart_versions(record), int(record["seconds"]), held)

@@ -224,6 +224,15 @@ def test_the_lock_state_before_and_after_its_release():
     assert record.summary_line(rec).endswith(
         "; the maintenance lock stays held until 2026-11-29T03:00:00.000000Z (its release failed)")
     assert rec["status"] == "succeeded", "the change itself stands"
+    # #45: with the lock's warden the lock does not stay held: the warden releases it once the
+    # API server answers (the TTL is only the latest).
+    params["results"]["lock"] = {"changed": False, "lease": lease, "warden": {"pid": 4711}}
+    rec = record.build_record(params, "2026-11-29T02:01:30Z")
+    assert rec["lock"]["warden"] == 4711
+    assert record.summary_line(rec).endswith(
+        "; the maintenance lock's release failed: the run's lock warden (pid 4711) releases it as soon as "
+        "the API server answers, and it expires at 2026-11-29T03:00:00.000000Z at the latest")
+    params["results"]["lock"] = {"changed": False, "lease": lease}
     params["results"]["unlock"] = {"changed": False}
     assert record.build_record(params, "2026-11-29T02:01:30Z")["lock"]["released"] is True
     params["results"]["lock"] = {"failed": True, "msg": "held by someone else"}
