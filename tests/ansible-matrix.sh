@@ -70,21 +70,29 @@ sanity_newest() {
      PATH="$venv/bin:$PATH" ansible-test sanity --local --python "$minor" --color no)
 }
 
+# The smoke sets' lab and the built artifact, taken down and removed however the script ends.
+matrix_state=""
+matrix_build=""
+cleanup() {
+  if [[ -n "$matrix_state" ]]; then python -m lab --state "$matrix_state" down || true; fi
+  if [[ -n "$matrix_build" ]]; then rm -rf "$matrix_build"; fi
+}
+trap cleanup EXIT
+
 smoke() {
-  local build state core minor venv collections way
-  build=$(mktemp -d)
-  state=$(mktemp -d /tmp/tfops-matrix-lab.XXXXXX)
-  trap 'python -m lab --state "$state" down; rm -rf "$build"' RETURN
-  ansible-galaxy collection build --output-path "$build" . >/dev/null
+  local core minor venv collections way
+  matrix_build=$(mktemp -d)
+  matrix_state=$(mktemp -d /tmp/tfops-matrix-lab.XXXXXX)
+  ansible-galaxy collection build --output-path "$matrix_build" . >/dev/null
   step "one Kubernetes 1.35 lab for the smoke sets"
-  python -m lab --state "$state" up --tensorfusion --nodes 10 --cpu-nodes 1
+  python -m lab --state "$matrix_state" up --tensorfusion --nodes 10 --cpu-nodes 1
   for entry in "${ANSIBLE_MATRIX[@]}"; do
     read -r core minor <<<"$entry"
     venv=$(matrix_venv "$core" "$minor")
-    collections="$build/collections-$core"
+    collections="$matrix_build/collections-$core"
     # The artifact as a user installs it, into a path of its own (nothing else on it).
     ANSIBLE_COLLECTIONS_PATH="$collections" "$venv/bin/ansible-galaxy" collection install --offline \
-      -p "$collections" "$build"/tensorfusion-ops-*.tar.gz >/dev/null
+      -p "$collections" "$matrix_build"/tensorfusion-ops-*.tar.gz >/dev/null
     step "ansible-core $core (Python $minor): the in-process action's unit tests"
     PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs \
       tests/unit/plugins/plugin_utils/test_in_process.py
@@ -94,7 +102,7 @@ smoke() {
         continue
       fi
       step "ansible-core $core (Python $minor), tfops_in_process=$way: the smoke set on the lab"
-      TFOPS_TEST_LAB_STATE=$state TFOPS_TEST_ANSIBLE_VENV=$venv TFOPS_TEST_IN_PROCESS=$way \
+      TFOPS_TEST_LAB_STATE=$matrix_state TFOPS_TEST_ANSIBLE_VENV=$venv TFOPS_TEST_IN_PROCESS=$way \
         TFOPS_TEST_COLLECTIONS_PATH=$collections \
         python -m pytest -p no:cacheprovider -m smoke tests/integration
     done
