@@ -47,6 +47,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import remove_client_temp_files
+
 try:  # ansible-core 2.19+: how module arguments and results are encoded
     from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder
 except ImportError:
@@ -246,7 +248,9 @@ def run_main(module_name, module_args, environment=None):
                         module_name.rsplit(".", 1)[-1], type(exc).__name__, exc))))
     finally:
         basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = saved
-        _remove_kubeconfig_files()
+        # The client's temporary copies of a kubeconfig's certificate data go at interpreter
+        # exit, which a worker never reaches (os._exit): removed after each task.
+        remove_client_temp_files()
     return out.getvalue()
 
 
@@ -265,15 +269,6 @@ def task_environment(environment):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-def _remove_kubeconfig_files():
-    """The kubernetes client writes the certificate and key data of a kubeconfig to temporary
-    files that it removes when the interpreter exits; a worker ends without that (os._exit)."""
-    kube_config = sys.modules.get("kubernetes.config.kube_config")
-    if kube_config is not None:
-        with contextlib.suppress(Exception):
-            kube_config._cleanup_temp_files()  # pylint: disable=protected-access
 
 
 def module_action(module):
