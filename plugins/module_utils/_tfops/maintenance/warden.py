@@ -36,6 +36,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import remove_client_temp_files
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
 
@@ -152,8 +153,34 @@ def pin_files(api_client):
 
 
 def refused(exc):
-    """The API server no longer accepts the warden's credentials (401, 403): no retry helps."""
+    """The API server does not accept the warden's credentials (401, 403)."""
     return getattr(exc, "status", None) in (401, 403)
+
+
+class Trouble:
+    """Since when the warden's requests fail, and whether the API server was out of reach moments
+    ago (core/retry's rule: a kube-apiserver that has just started refuses credentials for seconds,
+    until its caches are filled). Its verdict ends the watch: 'refused' for a refusal that is not
+    such a restart's, 'unreachable' once failures outlast the TTL."""
+
+    def __init__(self, clock):
+        self.clock, self.failing_since, self.refusal = clock, None, False
+        self.outages = retry.Outages(clock=clock)
+
+    def ok(self):
+        self.failing_since, self.refusal = None, False
+
+    def failed(self, exc):
+        self.failing_since = self.failing_since or self.clock()
+        self.outages.failed(exc)
+        self.refusal = refused(exc) and not self.outages.just_back()
+
+    def verdict(self, ttl):
+        if self.refusal:
+            return "refused"
+        if self.failing_since is not None and self.clock() - self.failing_since > ttl:
+            return "unreachable"
+        return None
 
 
 def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFETIME_SECONDS, ttl=None):
@@ -162,34 +189,31 @@ def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFET
     process runs); then renew while the process runs; release once it is gone and the Lease
     still names the run; end when the Lease no longer does. What it did: 'released', 'not ours',
     'refused' (its credentials no longer accepted: the job's token revoked with its end),
-    'unreachable' (could not release before the TTL - the fence's, else ``ttl`` - ran out) or
-    'lifetime'."""
+    'unreachable' (could not release before the TTL - the fence's, else ``ttl`` - ran out)
+    or 'lifetime'."""
     end = clock() + lifetime
-    failing_since = None
+    trouble = Trouble(clock)
     look = fence.check
     while clock() < end:
         try:
             look()
             look = fence.heartbeat
-            failing_since = None
+            trouble.ok()
         except ControllerGone:
             try:
                 release()
                 return "released"
             except (LockLost, NotLockHolder):
                 return "not ours"
-            except TfopsError as exc:  # the API server is away: try again until the TTL is over
-                if refused(exc):
-                    return "refused"
-                failing_since = failing_since or clock()
+            except TfopsError as exc:  # the API server is away or starting: try again
+                trouble.failed(exc)
         except LockLost:
             return "not ours"
         except TfopsError as exc:
-            if refused(exc):
-                return "refused"
-            failing_since = failing_since or clock()
-        if failing_since is not None and clock() - failing_since > (fence.ttl or ttl or lifetime):
-            return "unreachable"
+            trouble.failed(exc)
+        verdict = trouble.verdict(fence.ttl or ttl or lifetime)
+        if verdict:
+            return verdict
         sleep(min(POLL_SECONDS, fence.seconds_to_next() or POLL_SECONDS))
     return "lifetime"
 
