@@ -110,6 +110,9 @@ bundles:
       O(allow_unsigned), leaves a bundle usable.
     - C(store) is V(cluster) or V(local); C(location) (also C(path)) the bundle's reference
       C(secret://<namespace>/<name>) or its folder; a cluster bundle lists its C(secrets).
+    - C(run_changed_nothing) is true for the restore point of a runbook run whose report (kept in
+      the namespace) says it changed nothing - a rerun with nothing to do - so rolling back to it
+      would undo nothing.
   returned: always
   type: list
   elements: dict
@@ -133,6 +136,7 @@ bundles:
       signature: verified
       usable: true
       problems: []
+      run_changed_nothing: false
 usable:
   description:
     - Locations (references or paths) of the usable bundles of both stores, newest first (of one
@@ -141,6 +145,15 @@ usable:
   type: list
   elements: str
   sample: [secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261129t020001123456z.rev4]
+undo_points:
+  description:
+    - Of C(usable), those not taken by a run that changed nothing (C(run_changed_nothing)), newest
+      first; its first is the state before the newest change a runbook made. The rollback runbook
+      takes it when no snapshot is chosen.
+  returned: always
+  type: list
+  elements: str
+  sample: [secret://tensor-fusion-sys/tfops-snapshot.tensor-fusion-sys.20261128t020001123456z.rev3]
 cluster_uid:
   description: The identity bundles were checked against; null when not checked.
   returned: always

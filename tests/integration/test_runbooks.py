@@ -25,6 +25,7 @@ from .ansible_runner import run_playbook, start_playbook
 from .helpers import GROUP, NS, POOL, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_for, wait_pool
 from .settle import settle
 from .test_gpupool_rollout import _business_deployment, _change_template, _delete_business
+from .test_helm_release import resource_versions
 
 RELEASE, LEASE = NS, "tensorfusion-ops-maintenance"
 HV = "tensorfusion/tensor-fusion-hypervisor:"
@@ -625,3 +626,29 @@ def test_the_rollback_runbook_restores_the_first_snapshot(rb, api_client, helm_b
     assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == v1_snapshot["hypervisor"]
     assert lease_holder(api_client) is None
     check_files(rep)
+
+
+def test_a_rollback_after_a_rerun_that_changed_nothing_undoes_the_change_before_it(rb, api_client, at_2_17_0):
+    """Upgrade (here: a new batch size, no rollout), run again (nothing to do: it still takes a
+    restore point), roll back without choosing a snapshot: the rollback passes over the rerun's
+    restore point (the state as it is) and takes the upgrade's, the newest taken before a change
+    was made (#45 item 6). Check mode: the plan says which, nothing is written."""
+    change = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0", tfops_batch_percentage=25), timeout=900)
+    assert change.rc == 0, change.stdout[-3000:]
+    changed = report_of(change)["record"]
+    assert changed["changed"] and changed["restore_point"]["path"], changed
+    rerun = run_playbook("tensorfusion.ops.upgrade", upgrade_vars(rb, "2.17.0", tfops_batch_percentage=25), timeout=900)
+    assert rerun.rc == 0, rerun.stdout[-3000:]
+    noop = report_of(rerun)["record"]
+    assert not noop["changed"] and noop["restore_point"]["path"], noop
+    noop_point = noop["restore_point"]["path"]
+    core = client.CoreV1Api(api_client)
+    labelled = [cm for cm in core.list_namespaced_config_map(NS, label_selector="tensorfusion.ops/run-changed=false").items
+                if cm.metadata.annotations.get("tensorfusion.ops/restore-point-captured") == noop["restore_point"]["captured_at"]]
+    assert labelled, "the rerun's report says its restore point is of a run that changed nothing"
+    versions = resource_versions(api_client)
+    back = run_playbook("tensorfusion.ops.rollback", dict(rb), args=["--check"], timeout=900)
+    assert back.rc == 0, back.stdout[-3000:]
+    assert report_of(back)["record"]["plan"]["rollback"]["snapshot"] == changed["restore_point"]["path"]
+    assert "passed over (their runs changed nothing" in back.stdout and noop_point.rsplit("/", 1)[-1] in back.stdout
+    assert resource_versions(api_client) == versions, "check mode wrote nothing"

@@ -15,6 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.locat
     described,
     stores_of,
 )
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import store as report_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.common_args import retry_deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, InvalidInput
 
@@ -55,8 +56,26 @@ def run(ctx):
             uid = cluster_identity(kube)[0]
         items = described(kube, params, stores, params.get("namespace"), params.get("name"),
                           cluster_uid=uid, key=key_for, allow_unsigned=params["allow_unsigned"])
+        unchanged = unchanged_runs(ctx, kube, params.get("namespace"))
     chosen = snapshots.select(items, params.get("name"), params.get("namespace"),
                               uid if params["only_this_cluster"] else None)
+    for item in chosen:
+        item["run_changed_nothing"] = item["captured_at"] in unchanged
+    usable = [i for i in chosen if i["usable"]]
     return {"changed": False, "bundles": chosen, "cluster_uid": uid,
             "api_server": kube.server if kube is not None else None,
-            "usable": [i["location"] for i in chosen if i["usable"]]}
+            "usable": [i["location"] for i in usable],
+            "undo_points": [i["location"] for i in usable if not i["run_changed_nothing"]]}
+
+
+def unchanged_runs(ctx, kube, namespace):
+    """When the restore points of runs that changed nothing were captured (their reports in the
+    namespace say so); none known without a connection, a namespace or the right to list them."""
+    if kube is None or not namespace:
+        return set()
+    try:
+        return report_store.read_unchanged_restore_points(kube, namespace)
+    except ApiError as exc:
+        ctx.warn("the run reports in %s could not be read (%s): a restore point taken by a run that "
+                 "changed nothing is not told apart" % (namespace, exc.msg))
+        return set()

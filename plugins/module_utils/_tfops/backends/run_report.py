@@ -33,8 +33,10 @@ def store_in_cluster(ctx, run_record, files, folder):
     kube = None
     try:
         with ctx.connected() as kube:
+            taken = run_record.get("restore_point") or {}
             stored = report_store.store_in_cluster(kube, params["namespace"], run_record["playbook"], run_record["started"],
-                                                   run_record["host"], files, params["keep"], run_record.get("run_id"))
+                                                   run_record["host"], files, params["keep"], run_record.get("run_id"),
+                                                   restore_point=(taken.get("captured_at"), run_record["changed"]))
     except TfopsError as exc:
         ctx.warn(NOT_STORED % (exc.msg, local))
         return None, bool(kube is not None and kube.written)

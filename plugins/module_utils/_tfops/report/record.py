@@ -382,6 +382,9 @@ def build_record(params, ended):
         },
         "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
         "snapshot": snapshot_summary(params.get("snapshot")),
+        # The restore point this run took (none in check mode): a rollback skips one whose run
+        # changed nothing (report/store.py labels it so).
+        "restore_point": None if params.get("check_run") else snapshot_summary(results.get("snapshot")),
         "pools": with_restored_pools(pool_progress(results.get("pools")), restored_pools(rollback) if rollback_ran else []),
         "paused_pools": paused,
         # Of those, the pools the business changes gate paused (not a window's end).

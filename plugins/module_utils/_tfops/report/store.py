@@ -23,6 +23,11 @@ REPORT_OF = "tensorfusion.ops/report-of"
 RUN_STARTED = "tensorfusion.ops/run-started"
 RUN_ID = "tensorfusion.ops/run-id"
 CONTENT = "tensorfusion.ops/report-content"
+# On the report of a run that took a restore point: whether the run then changed the cluster
+# (label, "true"/"false") and when that restore point was captured (annotation). A rollback
+# without a chosen snapshot skips the restore points of runs that changed nothing.
+RUN_CHANGED = "tensorfusion.ops/run-changed"
+RESTORE_POINT_CAPTURED = "tensorfusion.ops/restore-point-captured"
 # etcd refuses objects over 1.5 MiB and the API server ConfigMaps over 1 MiB of data; the budget
 # leaves room for the metadata and the JSON framing of the keys.
 DATA_BUDGET = 1000 * 1000
@@ -86,16 +91,23 @@ def payload(files, budget=DATA_BUDGET):
         _size({}, {"report.json.gz": packed["report.json.gz"]}), budget))
 
 
-def configmap_body(namespace, name, playbook, started, files, budget=DATA_BUDGET, run_id=None):
-    """The ConfigMap of a run's report, and how its content was packed (see payload)."""
+def configmap_body(namespace, name, playbook, started, files, budget=DATA_BUDGET, run_id=None,
+                   restore_point=None):
+    """The ConfigMap of a run's report, and how its content was packed (see payload).
+    ``restore_point``: (when the run's restore point was captured, whether the run changed the
+    cluster), for a run that took one."""
     data, binary, content, dropped = payload(files, budget)
     annotations = {RUN_STARTED: started, CONTENT: content}
+    labels = report_labels(playbook)
     if run_id:
         annotations[RUN_ID] = run_id
     if dropped:
         annotations["tensorfusion.ops/report-dropped"] = ",".join(dropped)
+    if restore_point and restore_point[0]:
+        annotations[RESTORE_POINT_CAPTURED] = restore_point[0]
+        labels[RUN_CHANGED] = "true" if restore_point[1] else "false"
     body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": report_labels(playbook),
+            "metadata": {"name": name, "namespace": namespace, "labels": labels,
                          "annotations": annotations}}
     if data:
         body["data"] = data
@@ -129,13 +141,37 @@ def same_run(existing, started, run_id):
     return annotations.get(RUN_ID) == (run_id or None) and annotations.get(RUN_STARTED) == started
 
 
-def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_id=None):
+def unchanged_restore_points(items):
+    """When the restore points of runs that changed nothing were captured, from the metadata of
+    report ConfigMaps (those labelled RUN_CHANGED=false). Pure."""
+    found = set()
+    for item in items:
+        meta = item.get("metadata") or {}
+        if (meta.get("labels") or {}).get(RUN_CHANGED) == "false":
+            captured = (meta.get("annotations") or {}).get(RESTORE_POINT_CAPTURED)
+            if captured:
+                found.add(captured)
+    return found
+
+
+def read_unchanged_restore_points(kube, namespace):
+    """unchanged_restore_points of the reports kept in ``namespace`` (one list, metadata only)."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
+
+    configmaps = kube.resource("ConfigMap", api_version="v1")
+    return unchanged_restore_points(list_pages(
+        kube, configmaps, namespace=namespace, metadata_only=True,
+        label_selector=",".join(selector_terms(dict(MANAGED_BY, **{RUN_CHANGED: "false"})))))
+
+
+def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_id=None, restore_point=None):
     """Create this run's report ConfigMap (replace it when the run wrote it before: the report
     before the lock's release), then delete this runbook's reports beyond ``keep``."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 
     name = configmap_name(playbook, host, started, run_id)
-    body, content, dropped = configmap_body(namespace, name, playbook, started, files, run_id=run_id)
+    body, content, dropped = configmap_body(namespace, name, playbook, started, files, run_id=run_id,
+                                            restore_point=restore_point)
     configmaps = kube.resource("ConfigMap", api_version="v1")
     desc = "configmaps/%s in %s" % (name, namespace)
     pruned = []

@@ -116,6 +116,29 @@ def test_the_body_is_labelled_and_says_how_it_was_packed():
     assert report_store.reference("tf", "n") == "configmap://tf/n"
 
 
+
+@pytest.mark.parametrize("changed", [True, False])
+def test_a_run_that_took_a_restore_point_says_whether_it_then_changed_the_cluster(changed):
+    """What a rollback reads to pass over the restore point of a run that changed nothing."""
+    body, _content, _dropped = report_store.configmap_body(
+        "tf", "n", "upgrade", "2026-11-29T02:00:01Z", _files(), restore_point=("2026-11-29T02:00:05.1Z", changed))
+    meta = body["metadata"]
+    assert meta["labels"][report_store.RUN_CHANGED] == ("true" if changed else "false")
+    assert meta["annotations"][report_store.RESTORE_POINT_CAPTURED] == "2026-11-29T02:00:05.1Z"
+    assert report_store.unchanged_restore_points([body]) == (set() if changed else {"2026-11-29T02:00:05.1Z"})
+    # a run that took no restore point (a rotation, check mode) says nothing of one
+    plain, _content, _dropped = report_store.configmap_body(
+        "tf", "n", "upgrade", "2026-11-29T02:00:01Z", _files(), restore_point=(None, False))
+    assert report_store.RUN_CHANGED not in plain["metadata"]["labels"]
+    assert report_store.unchanged_restore_points([plain, {"metadata": {}}]) == set()
+
+
+def test_the_record_names_the_restore_point_the_run_took_and_none_in_check_mode():
+    params = upgrade_params()
+    taken = record.build_record(params, "2026-11-29T02:10:00Z")["restore_point"]
+    assert taken["path"] == params["results"]["snapshot"]["bundle"], taken
+    assert record.build_record(dict(params, check_run=True), "2026-11-29T02:10:00Z")["restore_point"] is None
+
 def _meta(name, started=None, created="2026-11-01T00:00:00Z"):
     meta = {"name": name, "creationTimestamp": created}
     if started:
