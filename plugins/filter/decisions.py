@@ -52,8 +52,8 @@ def rollout_step(batch, watch, target, shown, check_mode=False):
     return _checked(decisions.rollout_step, batch, watch, target, shown, check_mode)
 
 
-def split_findings(findings, downgrade_codes=None):
-    return _checked(decisions.split_findings, findings, downgrade_codes)
+def split_findings(findings, downgrade_codes=None, asked=None):
+    return _checked(decisions.split_findings, findings, downgrade_codes, asked)
 
 
 class FilterModule:

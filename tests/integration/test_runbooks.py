@@ -4,8 +4,10 @@ path (automatic rollback), a window that ends mid-rollout (paused, resumable, fi
 run), a fleet of two labs (canary, then wave) and the rollback runbook, which puts the session lab
 back to chart 1.8.6 and its original images."""
 import json
+import os
 import re
 import select
+import signal
 import stat
 import threading
 import time
@@ -652,3 +654,39 @@ def test_a_rollback_after_a_rerun_that_changed_nothing_undoes_the_change_before_
     assert report_of(back)["record"]["plan"]["rollback"]["snapshot"] == changed["restore_point"]["path"]
     assert "passed over (their runs changed nothing" in back.stdout and noop_point.rsplit("/", 1)[-1] in back.stdout
     assert resource_versions(api_client) == versions, "check mode wrote nothing"
+
+
+def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_it(rb, api_client, at_2_17_0):
+    """kill -9 of ansible-playbook while its pool rolls: its warden releases the lock at once; the
+    rerun of the same upgrade takes the lock, takes the campaign under way over (a warning in its
+    precheck, not a refusal: it rolls exactly the image asked) and waits for it through its pools
+    step, to the end (#45 item 2)."""
+    image = HV + "2.17.44"
+    extra = upgrade_vars(rb, "2.17.44", tfops_batch_percentage=50)
+    tf.set_knobs(api_client, slowNodes="*=25")
+    try:
+        job = start_playbook("tensorfusion.ops.upgrade", extra)
+        try:
+            wait_pool(api_client, lambda p: (p["metadata"].get("annotations") or {}).get(
+                "tensor-fusion.ai/hypervisor-update-in-progress") and
+                (p["spec"].get("componentConfig") or {}).get("hypervisor", {}).get("image") == image, timeout=600)
+        finally:
+            os.kill(job.proc.pid, signal.SIGKILL)
+            job.finish(timeout=120)
+        wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                 lambda le: le.metadata.name == LEASE and not le.spec.holder_identity, timeout=60,
+                 namespace=NS, what="the killed run's lock released by its warden")
+        assert pool_progress_at_least(0)(gpupool(api_client)), "the campaign is still under way"
+        rerun = run_playbook("tensorfusion.ops.upgrade", extra, timeout=900)
+    finally:
+        tf.set_knobs(api_client, slowNodes=None)
+    assert rerun.rc == 0, rerun.stdout[-4000:]
+    rec = report_of(rerun)["record"]
+    taken = [f for f in rec["findings"]["precheck"] if f["code"] == "ROLLOUT_IN_PROGRESS"]
+    assert taken and all(f["severity"] == "warning" and "what this run asks for" in f["message"] for f in taken), taken
+    status = gpupool(api_client)["status"]["componentStatus"]
+    assert status["hypervisorConfigSynced"] and int(status["hypervisorUpdateProgress"]) == 100, status
+    pool, = rec["pools"]
+    assert pool["components"]["hypervisor"]["progress"] == 100
+    assert pool_template(tfc(api_client))["componentConfig"]["hypervisor"]["image"] == image
+    assert lease_holder(api_client) is None

@@ -18,9 +18,10 @@ def _cluster_findings(data):
         # and any other pool that is not Running still blocks through POOL_NOT_RUNNING.
         paused = [p for p in paused_by_us(data) if p.startswith(tfc["name"] + "-")]
         if tfc["phase"] != "Running" and not paused:
-            out.append(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
-                               "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
-                               "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")))
+            out.append(dict(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
+                                    "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
+                                    "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")),
+                            pools=["%s-%s" % (tfc["name"], pool) for pool in tfc.get("pools") or []]))
     return out
 
 
@@ -84,19 +85,23 @@ def _pool_findings(data):
                                "ended its wait; the next run of the same change resumes and finishes it" % (
                                    pool["name"], ", ".join(paused[pool["name"]]))))
         if pool["phase"] != "Running" and not paused.get(pool["name"]):
-            out.append(finding("POOL_NOT_RUNNING", "blocking", name,
-                               "GPUPool %s is %s: a pool is Running only when all its GPUNodes are; "
-                               "do not start a change before it is" % (pool["name"], pool["phase"] or "without a phase")))
+            out.append(dict(finding("POOL_NOT_RUNNING", "blocking", name,
+                                    "GPUPool %s is %s: a pool is Running only when all its GPUNodes are; "
+                                    "do not start a change before it is" % (pool["name"], pool["phase"] or "without a phase")),
+                            pool=pool["name"]))
         for comp, state in sorted(pool["components"].items()):
             # An in-progress hash next to a synced status is a campaign the operator abandoned
             # (its hash went back before it started); only an unsynced one is running.
             if comp in paused.get(pool["name"], []):
                 continue  # reported once above as ROLLOUT_PAUSED
             if state["in_progress"] and not state["synced"]:
-                out.append(finding("ROLLOUT_IN_PROGRESS", "blocking", name,
-                                   "GPUPool %s: a %s rollout (campaign %s) is in progress at %d%%; "
-                                   "let it finish or roll it back first" % (
-                                       pool["name"], comp, state["in_progress"], state["progress"])))
+                # The component and the image the pool's spec has: a run that asks for exactly
+                # that adopts the campaign (runbook/decisions.split_findings).
+                out.append(dict(finding("ROLLOUT_IN_PROGRESS", "blocking", name,
+                                        "GPUPool %s: a %s rollout (campaign %s) is in progress at %d%%; "
+                                        "let it finish or roll it back first" % (
+                                            pool["name"], comp, state["in_progress"], state["progress"])),
+                                pool=pool["name"], component=comp, image=(pool.get("images") or {}).get(comp)))
             elif state["hash"] and not state["synced"] and state["auto_update"]:
                 out.append(finding("COMPONENT_NOT_SYNCED", "blocking", name,
                                    "GPUPool %s: %s is not synced (progress %d%%) although autoUpdate is on"
@@ -110,16 +115,19 @@ def _pool_findings(data):
 
 def _node_findings(data):
     out = []
+    pool_of = dict((node["name"], node.get("pool")) for node in data["gpunodes"])
     for node in data["gpunodes"]:
         if node["phase"] != "Running":
-            out.append(finding("GPUNODE_NOT_RUNNING", "blocking", "gpunode/%s" % node["name"],
-                               "GPUNode %s is %s: a node that does not return to Running blocks every "
-                               "hypervisor rollout of its pool forever" % (node["name"], node["phase"] or "Pending")))
+            out.append(dict(finding("GPUNODE_NOT_RUNNING", "blocking", "gpunode/%s" % node["name"],
+                                    "GPUNode %s is %s: a node that does not return to Running blocks every "
+                                    "hypervisor rollout of its pool forever" % (node["name"], node["phase"] or "Pending")),
+                            pool=node.get("pool")))
     for pod in data["hypervisors"]:
         if not pod["ready"]:
-            out.append(finding("HYPERVISOR_NOT_READY", "blocking", "pod/%s/%s" % (pod["namespace"], pod["name"]),
-                               "hypervisor Pod %s on %s is not Ready (%s)" % (
-                                   pod["name"], pod["node"], pod["reason"] or "no reason given")))
+            out.append(dict(finding("HYPERVISOR_NOT_READY", "blocking", "pod/%s/%s" % (pod["namespace"], pod["name"]),
+                                    "hypervisor Pod %s on %s is not Ready (%s)" % (
+                                        pod["name"], pod["node"], pod["reason"] or "no reason given")),
+                            pool=pool_of.get(pod["node"])))
     return out
 
 

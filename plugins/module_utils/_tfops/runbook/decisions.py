@@ -105,13 +105,54 @@ def rollout_step(batch, watch, target, shown, check_mode):
     }
 
 
-def split_findings(findings, downgrade_codes):
+def adopts(found, asked):
+    """Whether a ROLLOUT_IN_PROGRESS finding is a campaign that rolls exactly what this run asks
+    of that pool (``asked``: the pools step's gpupool_rollout entries): the same component image
+    as the pool's spec has. A run interrupted mid-pools leaves such a campaign; its rerun waits
+    for it (gpupool_rollout follows a campaign under way) instead of refusing. Pure."""
+    if found.get("code") != "ROLLOUT_IN_PROGRESS" or not found.get("image"):
+        return False
+    pool = found.get("pool") or ""
+    for entry in asked or []:
+        name = (entry or {}).get("pool") or ""
+        if name and (name == pool or pool.endswith("-" + name)):
+            wanted = ((entry.get("components") or {}).get(found.get("component")) or {}).get("image")
+            return wanted == found["image"]
+    return False
+
+
+ADOPTED = ("; it rolls %s, what this run asks for: the run takes it over (a run interrupted before "
+           "it finished left it) and its pools step waits for it through the same gates and deadline")
+# What a campaign under way shows while its nodes' hypervisors are recreated: part of a campaign
+# this run takes over, not a reason to refuse (its pools step's stall and Pod verdicts still judge them).
+FOLLOWS_CAMPAIGN = ("CLUSTER_NOT_RUNNING", "POOL_NOT_RUNNING", "GPUNODE_NOT_RUNNING", "HYPERVISOR_NOT_READY")
+PART_OF = "; part of the rollout of GPUPool %s that this run takes over"
+
+
+def _taken_over(found, pools):
+    """The adopted pool a blocking finding of FOLLOWS_CAMPAIGN belongs to, or None."""
+    if found.get("code") not in FOLLOWS_CAMPAIGN:
+        return None
+    mine = [p for p in [found.get("pool")] + list(found.get("pools") or []) if p in pools]
+    return mine[0] if mine else None
+
+
+def split_findings(findings, downgrade_codes, asked=None):
     """The findings of a tf_cluster_info picture as the precheck and verify roles judge them:
-    ``blocking`` (they fail the step) unless their code is downgraded to a warning, and
-    ``warnings`` (the warnings, then the downgraded blocking findings), each in the picture's order."""
+    ``blocking`` (they fail the step) unless their code is downgraded to a warning or they are a
+    campaign this run adopts (``adopts``) or part of one, and ``warnings`` (the warnings, then the
+    downgraded and adopted ones), each in the picture's order; and ``findings``, the picture's
+    findings with the adopted ones as the warnings they are (what the run's report shows)."""
     codes = set(downgrade_codes or [])
     items = [f for f in findings or [] if isinstance(f, dict)]
+    items = [dict(f, severity="warning", adopted=True, message=f.get("message", "") + ADOPTED % f["image"])
+             if f.get("severity") == "blocking" and adopts(f, asked) else f for f in items]
+    pools = set(f.get("pool") for f in items if f.get("adopted") and f.get("code") == "ROLLOUT_IN_PROGRESS")
+    items = [dict(f, severity="warning", adopted=True, message=f.get("message", "") + PART_OF % _taken_over(f, pools))
+             if f.get("severity") == "blocking" and _taken_over(f, pools) else f for f in items]
     blocking = [f for f in items if f.get("severity") == "blocking"]
     return {"blocking": [f for f in blocking if f.get("code") not in codes],
             "warnings": [f for f in items if f.get("severity") == "warning"] +
-                        [f for f in blocking if f.get("code") in codes]}
+                        [f for f in blocking if f.get("code") in codes],
+            "findings": items,
+            "adopted": [f for f in items if f.get("adopted")]}

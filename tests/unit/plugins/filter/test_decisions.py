@@ -23,7 +23,8 @@ def test_the_filters_give_the_decisions():
     assert decisions.nothing_to_roll_back("", {"snapshot": None}) is True
     assert decisions.rollout_step({"components": {}}, [], 1, 0)["done"] is True
     assert decisions.split_findings([{"severity": "blocking", "code": "A"}], ["A"]) == {
-        "blocking": [], "warnings": [{"severity": "blocking", "code": "A"}]}
+        "blocking": [], "warnings": [{"severity": "blocking", "code": "A"}],
+        "findings": [{"severity": "blocking", "code": "A"}], "adopted": []}
 
 
 def test_a_decision_s_refusal_is_a_filter_error():

@@ -158,4 +158,46 @@ def test_blocking_findings_block_unless_downgraded_to_warnings():
     assert [f["message"] for f in split["blocking"]] == ["d"]
     assert [f["message"] for f in split["warnings"]] == ["a", "e", "b"], "the warnings, then the downgraded"
     assert [f["message"] for f in decisions.split_findings(FINDINGS, [])["blocking"]] == ["b", "d"]
-    assert decisions.split_findings(None, None) == {"blocking": [], "warnings": []}
+    assert decisions.split_findings(None, None) == {"blocking": [], "warnings": [], "findings": [], "adopted": []}
+
+
+def in_progress(pool="tfc-shared", comp="hypervisor", image="hv:2"):
+    return {"severity": "blocking", "code": "ROLLOUT_IN_PROGRESS", "object": "gpupool/" + pool,
+            "message": "GPUPool %s: a %s rollout (campaign h) is in progress at 50%%" % (pool, comp),
+            "pool": pool, "component": comp, "image": image}
+
+
+def test_a_rollout_in_progress_of_exactly_what_the_run_asks_is_taken_over():
+    """A run killed mid-pools left the campaign; its rerun (same ask) takes it over (#45 item 2)."""
+    asked = [{"pool": "shared", "components": {"hypervisor": {"image": "hv:2"}}}]
+    split = decisions.split_findings([in_progress()] + FINDINGS, [], asked)
+    adopted, = split["adopted"]
+    assert adopted["severity"] == "warning" and "what this run asks for" in adopted["message"]
+    assert "hv:2" in adopted["message"] and adopted in split["warnings"] and adopted not in split["blocking"]
+    assert split["findings"][0] == adopted and split["findings"][1:] == FINDINGS
+    # by its GPUPool name too
+    assert decisions.split_findings([in_progress()], [], [dict(asked[0], pool="tfc-shared")])["adopted"]
+    # anything else still blocks: another image, another component, another pool, nothing asked
+    for found, ask in ((in_progress(image="hv:1"), asked),
+                       (in_progress(comp="worker"), asked),
+                       (in_progress(pool="tfc-other"), asked),
+                       (in_progress(), []),
+                       (in_progress(image=None), [{"pool": "shared", "components": {"hypervisor": {"image": None}}}])):
+        split = decisions.split_findings([found], [], ask)
+        assert split["blocking"] == [found] and not split["adopted"], (found, ask)
+
+
+def test_what_a_campaign_taken_over_shows_is_part_of_it_and_the_rest_still_blocks():
+    asked = [{"pool": "shared", "components": {"hypervisor": {"image": "hv:2"}}}]
+    follows = [{"severity": "blocking", "code": "CLUSTER_NOT_RUNNING", "message": "c", "pools": ["tfc-shared", "tfc-b"]},
+               {"severity": "blocking", "code": "POOL_NOT_RUNNING", "message": "p", "pool": "tfc-shared"},
+               {"severity": "blocking", "code": "GPUNODE_NOT_RUNNING", "message": "n", "pool": "tfc-shared"},
+               {"severity": "blocking", "code": "HYPERVISOR_NOT_READY", "message": "h", "pool": "tfc-shared"}]
+    others = [{"severity": "blocking", "code": "GPUNODE_NOT_RUNNING", "message": "o", "pool": "tfc-b"},
+              {"severity": "blocking", "code": "HYPERVISOR_NOT_READY", "message": "x", "pool": None},
+              {"severity": "blocking", "code": "RELEASE_FAILED", "message": "r", "pool": "tfc-shared"}]
+    split = decisions.split_findings([in_progress()] + follows + others, [], asked)
+    assert split["blocking"] == others
+    assert len(split["adopted"]) == 5 and all("tfc-shared" in f["message"] for f in split["adopted"][1:])
+    # without the campaign taken over, they all block
+    assert len(decisions.split_findings([in_progress()] + follows, [], [])["blocking"]) == 5
