@@ -682,6 +682,9 @@ def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_
         tf.set_knobs(api_client, slowNodes=None)
     assert rerun.rc == 0, rerun.stdout[-4000:]
     rec = report_of(rerun)["record"]
+    # It says the run before it did not finish (the warden's reason), in its report's warnings.
+    assert [w for w in rec["warnings"] if w["step"] == "lock" and "did not finish" in w["msg"]
+            and "ended without releasing the lock" in w["msg"]], rec["warnings"]
     taken = [f for f in rec["findings"]["precheck"] if f["code"] == "ROLLOUT_IN_PROGRESS"]
     assert taken and all(f["severity"] == "warning" and "what this run asks for" in f["message"] for f in taken), taken
     status = gpupool(api_client)["status"]["componentStatus"]

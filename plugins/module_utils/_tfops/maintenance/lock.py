@@ -178,7 +178,10 @@ def lease_view(lease, now=None):
         resource_version=meta.get("resourceVersion"),
         purpose=annotations.get(PREFIX + "purpose"), user=annotations.get(PREFIX + "user"),
         host=annotations.get(PREFIX + "host"), job_id=annotations.get(PREFIX + "job-id"),
-        process=annotations.get(PROCESS))
+        process=annotations.get(PROCESS),
+        # Who released it last, when and why (a warden's release of an interrupted run says why).
+        released_by=annotations.get(RELEASED_BY), released_at=annotations.get(RELEASED_AT),
+        released_why=annotations.get(RELEASED_WHY))
     last = view["renew_time"] or view["acquire_time"]
     if view["holder"] and last is not None and view["lease_duration_seconds"]:
         view["expires"] = last + datetime.timedelta(seconds=int(view["lease_duration_seconds"]))
@@ -226,7 +229,7 @@ def decide_acquire(view, holder, now, gone=None):
     if view is None:
         return "create", None
     if not view["holder"]:
-        return "take", None
+        return "take", interrupted_before(view)
     if view["holder"] == holder:
         return "renew", None
     if stale(view, now):
@@ -239,6 +242,17 @@ def decide_acquire(view, holder, now, gone=None):
     raise LockHeld("the maintenance lock %s/%s is held by %s" % (
         view["namespace"], view["name"], describe_holder(view)),
         holder=view["holder"], lease=public_view(view))
+
+
+def interrupted_before(view):
+    """The warning a run gives that takes a lock which the run before it did not release itself
+    (ended by a signal or killed; its warden released it): that run's report may be missing and
+    what it changed is what the cluster shows. None otherwise. Pure."""
+    if not view.get("released_why"):
+        return None
+    return ("the run before this one (%s) did not finish: %s, at %s; its report may be missing - "
+            "what it changed is what the cluster shows (this run's precheck)" % (
+                view.get("released_by") or "unknown", view["released_why"], view.get("released_at") or "an unknown time"))
 
 
 def decide_release(view, holder, force=False):

@@ -73,6 +73,18 @@ def test_acquire_free_lease_takes_it():
     assert locks.decide_acquire(view(lease(None)), ME["holder"], NOW) == ("take", None)
 
 
+def test_taking_a_lock_that_a_warden_released_for_an_interrupted_run_says_so():
+    """#45 item 2: the run that comes next says that the run before it did not finish."""
+    released = lease(None, **{"released-by": OTHER["holder"], "released-at": "2026-12-07T02:00:00Z",
+                              "released-why": "the run's ansible-playbook (pid 7) ended without releasing the lock"})
+    action, warning = locks.decide_acquire(view(released), ME["holder"], NOW)
+    assert action == "take" and OTHER["holder"] in warning and "did not finish" in warning
+    assert "pid 7" in warning and "2026-12-07T02:00:00Z" in warning
+    # a lock its run released itself: nothing to say
+    plain = lease(None, **{"released-by": OTHER["holder"], "released-at": "2026-12-07T02:00:00Z"})
+    assert locks.decide_acquire(view(plain), ME["holder"], NOW) == ("take", None)
+
+
 def test_acquire_own_lease_renews():
     assert locks.decide_acquire(view(lease(ME["holder"])), ME["holder"], NOW) == ("renew", None)
 
