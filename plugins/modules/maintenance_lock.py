@@ -106,7 +106,11 @@ options:
         as long as this run's C(ansible-playbook) process runs, and releases the lock at once when
         that process ends while the Lease still names the run (Ctrl-C, SIGTERM from a cancelled
         AWX job, kill -9), writing why in the Lease's C(tensorfusion.ops/released-why)
-        annotation. It ends, writing nothing, once the Lease no longer names the run (released or
+        annotation. Before that release it pauses, as a deadline does (autoUpdate false, recorded
+        in the cluster's pause marker, resumed by the same change run again), the GPU-pool
+        rollouts that M(tensorfusion.ops.gpupool_rollout) tasks of the run were waiting for and
+        that are still under way (the Lease's C(tensorfusion.ops/rolling) annotation names them
+        while they wait), so that no campaign rolls on unwatched. It ends, writing nothing, once the Lease no longer names the run (released or
         lost). Its settings reach it on its standard input, never in a file or its command line.
       - So a short O(ttl) is safe for a long run, and a run that stops renewing (its container
         torn down with its warden) is taken over from any host once O(ttl) has passed. The

@@ -656,35 +656,97 @@ def test_a_rollback_after_a_rerun_that_changed_nothing_undoes_the_change_before_
     assert resource_versions(api_client) == versions, "check mode wrote nothing"
 
 
+def warden_of(pid):
+    """The pid of the lock warden of the run whose ansible-playbook is ``pid`` (its command line
+    names it), or None."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"tensorfusion.ops-lock-warden" in argv and ("ansible-playbook=%d" % pid).encode() in argv:
+                return int(entry)
+    return None
+
+
+def interrupt_mid_pools(api_client, extra, image, how):
+    """Start the upgrade ``extra`` (its pool rolling to ``image``, slowly) and end its
+    ansible-playbook with ``how`` once the campaign is under way; ``how`` "container": kill -9
+    of it and of its warden, as when an AWX job's container is torn down. Returns the run."""
+    job = start_playbook("tensorfusion.ops.upgrade", extra)
+    try:
+        wait_pool(api_client, lambda p: (p["metadata"].get("annotations") or {}).get(
+            "tensor-fusion.ai/hypervisor-update-in-progress") and
+            (p["spec"].get("componentConfig") or {}).get("hypervisor", {}).get("image") == image, timeout=600)
+        warden = warden_of(job.proc.pid)
+        assert warden, "the run has a lock warden"
+    finally:
+        os.kill(job.proc.pid, signal.SIGKILL if how == "container" else how)
+        if how == "container":
+            os.kill(warden, signal.SIGKILL)
+    return job.finish(timeout=120)
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_run_stopped_mid_pools_pauses_its_rollout_and_the_rerun_resumes_it(rb, api_client, at_2_17_0, how):
+    """SIGTERM (an AWX job cancelled) or Ctrl-C while the pool rolls: ansible-playbook ends within
+    a second; its warden pauses the rollout at that point (as a deadline does, recorded in the
+    cluster's pause marker) and then releases the lock, saying both in the Lease; the rerun of the
+    same change takes the lock, says the run before did not finish, resumes the pool and finishes
+    it (#45 item 1)."""
+    image = HV + ("2.17.45" if how == signal.SIGTERM else "2.17.46")
+    extra = upgrade_vars(rb, image[len(HV):], tfops_batch_percentage=50)
+    tf.set_knobs(api_client, slowNodes="*=25")
+    try:
+        stopped = interrupt_mid_pools(api_client, extra, image, how)
+        lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
+                         lambda le: le.metadata.name == LEASE and not le.spec.holder_identity, timeout=60,
+                         namespace=NS, what="the stopped run's lock released by its warden")
+        why = lease.metadata.annotations["tensorfusion.ops/released-why"]
+        assert "first paused the rollout of hypervisor of GPUPool %s at " % POOL in why, why
+        assert "tensorfusion.ops/rolling" not in lease.metadata.annotations
+        template = pool_template(tfc(api_client))
+        assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is False
+        assert "hypervisor" in (tfc(api_client)["metadata"]["annotations"]["ops.tensor-fusion.ai/paused"]), \
+            "the pause is recorded as the collection's: the same change run again resumes it"
+        assert not gpupool(api_client)["status"]["componentStatus"].get("hypervisorConfigSynced")
+        rerun = run_playbook("tensorfusion.ops.upgrade", extra, timeout=900)
+    finally:
+        tf.set_knobs(api_client, slowNodes=None)
+    assert stopped.rc != 0
+    assert rerun.rc == 0, rerun.stdout[-4000:]
+    rec = report_of(rerun)["record"]
+    assert [w for w in rec["warnings"] if w["step"] == "lock" and "did not finish" in w["msg"]
+            and "first paused the rollout" in w["msg"]], rec["warnings"]
+    status = gpupool(api_client)["status"]["componentStatus"]
+    assert status["hypervisorConfigSynced"] and int(status["hypervisorUpdateProgress"]) == 100, status
+    template = pool_template(tfc(api_client))
+    assert template["componentConfig"]["hypervisor"]["image"] == image
+    assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is True
+    assert lease_holder(api_client) is None
+
+
 def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_it(rb, api_client, at_2_17_0):
-    """kill -9 of ansible-playbook while its pool rolls: its warden releases the lock at once; the
-    rerun of the same upgrade takes the lock, takes the campaign under way over (a warning in its
-    precheck, not a refusal: it rolls exactly the image asked) and waits for it through its pools
-    step, to the end (#45 item 2)."""
+    """kill -9 of ansible-playbook and of its warden (an AWX job's container torn down) while its
+    pool rolls: nothing paused the campaign; the rerun of the same upgrade on this host takes the
+    lock over at once (its holder's process is gone), takes the campaign under way over (a warning
+    in its precheck, not a refusal: it rolls exactly the image asked) and waits for it through its
+    pools step, to the end (#45 item 2)."""
     image = HV + "2.17.44"
     extra = upgrade_vars(rb, "2.17.44", tfops_batch_percentage=50)
     tf.set_knobs(api_client, slowNodes="*=25")
     try:
-        job = start_playbook("tensorfusion.ops.upgrade", extra)
-        try:
-            wait_pool(api_client, lambda p: (p["metadata"].get("annotations") or {}).get(
-                "tensor-fusion.ai/hypervisor-update-in-progress") and
-                (p["spec"].get("componentConfig") or {}).get("hypervisor", {}).get("image") == image, timeout=600)
-        finally:
-            os.kill(job.proc.pid, signal.SIGKILL)
-            job.finish(timeout=120)
-        wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,
-                 lambda le: le.metadata.name == LEASE and not le.spec.holder_identity, timeout=60,
-                 namespace=NS, what="the killed run's lock released by its warden")
+        interrupt_mid_pools(api_client, extra, image, "container")
+        assert lease_holder(api_client), "nobody released the lock"
         assert pool_progress_at_least(0)(gpupool(api_client)), "the campaign is still under way"
         rerun = run_playbook("tensorfusion.ops.upgrade", extra, timeout=900)
     finally:
         tf.set_knobs(api_client, slowNodes=None)
     assert rerun.rc == 0, rerun.stdout[-4000:]
     rec = report_of(rerun)["record"]
-    # It says the run before it did not finish (the warden's reason), in its report's warnings.
-    assert [w for w in rec["warnings"] if w["step"] == "lock" and "did not finish" in w["msg"]
-            and "ended without releasing the lock" in w["msg"]], rec["warnings"]
+    assert [w for w in rec["warnings"] if w["step"] == "lock" and "took over the maintenance lock" in w["msg"]], \
+        rec["warnings"]
     taken = [f for f in rec["findings"]["precheck"] if f["code"] == "ROLLOUT_IN_PROGRESS"]
     assert taken and all(f["severity"] == "warning" and "what this run asks for" in f["message"] for f in taken), taken
     status = gpupool(api_client)["status"]["componentStatus"]

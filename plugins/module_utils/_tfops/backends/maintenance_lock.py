@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import holder as holders
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import warden as wardens
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import interrupted
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import resolve_auth
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import Deadline
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
@@ -57,7 +58,7 @@ def acquire_watched(lock, me, params, process):
     if lease is not None and locks.lease_view(lease)["holder"] == me["holder"]:
         return lock.acquire(me, params["ttl"], gone=holders.gone_checker())
     with wardens.Starting(resolve_auth(params), params["namespace"], params["name"], me["holder"], process,
-                          params["ttl"]) as warden:
+                          params["ttl"], before_release=interrupted.HOOK) as warden:
         result = lock.acquire(me, params["ttl"], gone=holders.gone_checker())
         if result["action"] in ("create", "take", "take_over"):
             warden.go()

@@ -116,18 +116,29 @@ def _pool_findings(data):
 def _node_findings(data):
     out = []
     pool_of = dict((node["name"], node.get("pool")) for node in data["gpunodes"])
+    paused = paused_by_us(data)
+
+    def judged(code, obj, message, pool):
+        # A rollout tensorfusion.ops paused stops after the batch under way: that batch's nodes
+        # are Pending for a while, which the run that resumes it waits out (and judges).
+        if pool in paused:
+            return dict(finding(code, "warning", obj, message + "; of the %s rollout of GPUPool %s that "
+                                "tensorfusion.ops paused: the same change run again resumes it and waits for "
+                                "it" % (", ".join(paused[pool]), pool)), pool=pool)
+        return dict(finding(code, "blocking", obj, message), pool=pool)
+
     for node in data["gpunodes"]:
         if node["phase"] != "Running":
-            out.append(dict(finding("GPUNODE_NOT_RUNNING", "blocking", "gpunode/%s" % node["name"],
-                                    "GPUNode %s is %s: a node that does not return to Running blocks every "
-                                    "hypervisor rollout of its pool forever" % (node["name"], node["phase"] or "Pending")),
-                            pool=node.get("pool")))
+            out.append(judged("GPUNODE_NOT_RUNNING", "gpunode/%s" % node["name"],
+                              "GPUNode %s is %s: a node that does not return to Running blocks every "
+                              "hypervisor rollout of its pool forever" % (node["name"], node["phase"] or "Pending"),
+                              node.get("pool")))
     for pod in data["hypervisors"]:
         if not pod["ready"]:
-            out.append(dict(finding("HYPERVISOR_NOT_READY", "blocking", "pod/%s/%s" % (pod["namespace"], pod["name"]),
-                                    "hypervisor Pod %s on %s is not Ready (%s)" % (
-                                        pod["name"], pod["node"], pod["reason"] or "no reason given")),
-                            pool=pool_of.get(pod["node"])))
+            out.append(judged("HYPERVISOR_NOT_READY", "pod/%s/%s" % (pod["namespace"], pod["name"]),
+                              "hypervisor Pod %s on %s is not Ready (%s)" % (
+                                  pod["name"], pod["node"], pod["reason"] or "no reason given"),
+                              pool_of.get(pod["node"])))
     return out
 
 

@@ -109,6 +109,19 @@ def with_paused_marker(tfc, pool, components):
     return tfc
 
 
+def pause_transform(entry, components, also=None):
+    """A transform for ClusterEditor.update that pauses ``components`` of pool ``entry`` the way a
+    deadline does (their autoUpdate flags false, recorded in the pause marker: the next run of the
+    same change resumes them); ``also(specTemplate)`` changes more in the same write."""
+    def pause(tfc):
+        spec = tfc["spec"]["gpuPools"][rollout.find_pool_index(tfc, entry)]
+        spec["specTemplate"] = rollout.set_auto_update(spec["specTemplate"], components, False)
+        if also:
+            spec["specTemplate"] = also(spec["specTemplate"])
+        return with_paused_marker(tfc, entry, sorted(set(paused_marker(tfc).get(entry, [])) | set(components)))
+    return pause
+
+
 class PoolObserver:
     """What the operator made of the pool: the GPUPool, its GPUNodes and hypervisor Pods.
     ``since`` (an aware datetime): when the rollout began; a diagnosis attaches no Warning Event

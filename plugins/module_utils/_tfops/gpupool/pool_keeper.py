@@ -21,8 +21,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
     ClusterEditor,
-    paused_marker,
-    with_paused_marker,
+    pause_transform,
 )
 
 
@@ -224,11 +223,7 @@ def hold(kube, held):
         by_cluster.setdefault(cluster, []).append(entry)
     for cluster, entries in sorted(by_cluster.items()):
         def pause(tfc, entries=entries):
-            for pool in tfc["spec"].get("gpuPools") or []:
-                if pool.get("name") in entries:
-                    pool["specTemplate"] = rollout.set_auto_update(pool["specTemplate"], ["hypervisor"], False)
             for entry in entries:
-                marker = paused_marker(tfc).get(entry, [])
-                tfc = with_paused_marker(tfc, entry, sorted(set(marker) | {"hypervisor"}))
+                tfc = pause_transform(entry, ["hypervisor"])(tfc)
             return tfc
         ClusterEditor(kube, cluster).update(pause)

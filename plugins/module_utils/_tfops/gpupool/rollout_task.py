@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 
@@ -22,9 +23,11 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     BusinessChangesPaused,
+    ControllerGone,
     Forbidden,
     GateFailed,
     InvalidInput,
+    LockLost,
     TfopsError,
     WaitTimeout,
 )
@@ -33,6 +36,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     PoolObserver,
     count_nodes,
     RolloutWait,
+    pause_transform,
     paused_marker,
     pool_entry_transform,
     ready_seconds,
@@ -215,8 +219,9 @@ class RolloutTask(Run):
                 result["changed"] = True
             if not params["wait"] or not waits:
                 return self._finish(result, observer.read_pool(), [], None)
-            done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
-                              waits, pct, restore)
+            with self._rolling(editor.name, entry_name, waits):
+                done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
+                                  waits, pct, restore)
         except TfopsError as exc:
             if business is not None:
                 closed.append(self._close_business(business, gpupool))
@@ -227,6 +232,33 @@ class RolloutTask(Run):
                 closed.append(self._close_business(business, gpupool))
         result["business_changes"] = closed[0] if closed else None
         return done
+
+    @contextlib.contextmanager
+    def _rolling(self, cluster, entry_name, waits):
+        """While the wait lasts, the run's Lease names this rollout (fence.rolling): should the
+        run be interrupted meanwhile, its warden pauses it. Without a fence, nothing."""
+        fence = self.kube.fence
+        if fence is None:
+            yield
+            return
+        fence.rolling([{"cluster": cluster, "pool": entry_name, "components": list(waits)}])
+        # Cleared when the wait ends or fails; not on Ctrl-C (KeyboardInterrupt, a BaseException):
+        # the run is being interrupted, and the note is what its warden pauses.
+        try:
+            yield
+        except Exception:
+            self._clear_rolling(fence, entry_name)
+            raise
+        self._clear_rolling(fence, entry_name)
+
+    def _clear_rolling(self, fence, entry_name):
+        try:
+            fence.rolling([])
+        except (ControllerGone, LockLost):  # the run is gone or lost its lock: not ours to clear
+            pass
+        except TfopsError as exc:  # the warden looks at the pool before it pauses anything
+            self.warnings.append("the lock's note of the rollout of pool %s could not be cleared: %s" % (
+                entry_name, exc.msg))
 
     def _business_watch(self, watcher):
         """The business workloads' Pod templates followed while the pool rolls (None: gate off, or
@@ -353,15 +385,7 @@ class RolloutTask(Run):
         return waits
 
     def _pause(self, editor, entry_name, comps, also=None):
-        def pause(tfc):
-            index = rollout.find_pool_index(tfc, entry_name)
-            spec = tfc["spec"]["gpuPools"][index]
-            spec["specTemplate"] = rollout.set_auto_update(spec["specTemplate"], comps, False)
-            if also:
-                spec["specTemplate"] = also(spec["specTemplate"])
-            marker = paused_marker(tfc).get(entry_name, [])
-            return with_paused_marker(tfc, entry_name, sorted(set(marker) | set(comps)))
-        editor.update(pause)
+        editor.update(pause_transform(entry_name, comps, also))
 
     def _wait_pool_running(self, watcher, gpupool):
         def running(objects):

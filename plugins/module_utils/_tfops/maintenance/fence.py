@@ -170,6 +170,17 @@ class Fence:
         self._ours(view, "renewing it")
         return "renew", None
 
+    def rolling(self, items):
+        """Say in the Lease which rollouts this module now waits for ([] when it no longer
+        does): a warden whose run is interrupted pauses those still under way (warden.py). One
+        renewal of the Lease that carries them."""
+        def mark():
+            if self.me is None:
+                self._read_ours("marking its rollouts")
+            self.lock.change(self._decide_renew, dict(self.me, rolling=list(items)), self.ttl, check_mode=False)
+            self.last_renew = self.clock()
+        self._guarded(mark)
+
     def check(self, doing="the next write"):
         """Before a write: the controller runs and the Lease still names this run."""
         self._guarded(lambda: self._read_ours(doing))

@@ -50,6 +50,10 @@ RELEASED_WHY = PREFIX + "released-why"
 # The ansible-playbook process of a runbook's holder (maintenance/holder.py): a run on the same
 # host takes over at once the lock of a holder that provably no longer runs.
 PROCESS = PREFIX + "process"
+# The rollouts the holder's modules are waiting for: "<cluster>/<pool entry>:<component>,...;..."
+# (set by gpupool_rollout through its fence while it waits, cleared when it returns). A warden
+# whose run was interrupted pauses those still under way before it releases the lock.
+ROLLING = PREFIX + "rolling"
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
 RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -181,7 +185,8 @@ def lease_view(lease, now=None):
         process=annotations.get(PROCESS),
         # Who released it last, when and why (a warden's release of an interrupted run says why).
         released_by=annotations.get(RELEASED_BY), released_at=annotations.get(RELEASED_AT),
-        released_why=annotations.get(RELEASED_WHY))
+        released_why=annotations.get(RELEASED_WHY),
+        rolling=parse_rolling(annotations.get(ROLLING)))
     last = view["renew_time"] or view["acquire_time"]
     if view["holder"] and last is not None and view["lease_duration_seconds"]:
         view["expires"] = last + datetime.timedelta(seconds=int(view["lease_duration_seconds"]))
@@ -199,6 +204,21 @@ def stale(view, now):
     if view["expires"] is None:
         return True
     return now >= view["expires"]
+
+
+def parse_rolling(text):
+    """[{cluster, pool, components}] from a ROLLING annotation. Pure."""
+    out = []
+    for part in filter(None, (text or "").split(";")):
+        where, _sep, comps = part.partition(":")
+        cluster, _sep, pool = where.partition("/")
+        if cluster and pool:
+            out.append({"cluster": cluster, "pool": pool, "components": [c for c in comps.split(",") if c]})
+    return out
+
+
+def format_rolling(items):
+    return ";".join("%s/%s:%s" % (i["cluster"], i["pool"], ",".join(i["components"])) for i in items or [])
 
 
 def public_view(view):
@@ -301,6 +321,10 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations[PROCESS] = me["process"]
         elif action != "renew":  # a renewal without it (a fence's) keeps the holder's
             annotations.pop(PROCESS, None)
+        if action != "renew" or me.get("rolling") == []:
+            annotations.pop(ROLLING, None)
+        elif me.get("rolling"):  # a renewal that does not say keeps what the holder rolls
+            annotations[ROLLING] = format_rolling(me["rolling"])
         annotations.pop(RELEASED_BY, None)
         annotations.pop(RELEASED_AT, None)
         annotations.pop(RELEASED_WHY, None)
@@ -310,6 +334,7 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
         for key in ANNOTATION_KEYS:
             annotations.pop(PREFIX + key, None)
         annotations.pop(PROCESS, None)
+        annotations.pop(ROLLING, None)
         annotations[RELEASED_BY] = me["holder"]
         annotations[RELEASED_AT] = stamp
         if me.get("why"):

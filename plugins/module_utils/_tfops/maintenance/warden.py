@@ -8,19 +8,21 @@ that is not fenced runs (helm, a report). So that a short TTL (the runbooks' 120
 warden renews the Lease whenever a third of its TTL has passed, for as long as the run's
 ansible-playbook process runs (the one named in the Lease: pid, start time). When that process
 ends while the Lease still names the run - Ctrl-C, SIGTERM (an AWX job cancelled), kill -9 - the
-warden releases the lock at once, saying why in the Lease, and ends; a run from any host then
-takes it. When the Lease no longer names the run (the run released it, or lost it), the warden
+warden pauses the rollouts the run was waiting for that are still under way (as a deadline
+does: the same change run again resumes them), then releases the lock, saying why in the Lease,
+and ends; a run from any host then takes it. When the Lease no longer names the run (the run released it, or lost it), the warden
 ends without writing anything. An API server that cannot be reached is waited out until the
 Lease's TTL would have ended anyway. A warden that dies with its run (the container of an AWX
 job torn down) leaves a Lease that nobody renews: any host takes it over once its TTL has passed.
 
 The warden's own session (not the terminal's process group, which a Ctrl-C reaches) and its
 settings on its standard input (the connection's credentials never in its command line or a
-file); it writes nothing but the Lease. ``Starting`` is used by the lock module; ``main`` runs in
-the warden."""
+file); it writes nothing but the Lease and, for an interrupted run, the pause of its rollouts.
+``Starting`` is used by the lock module; ``main`` runs in the warden."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -55,10 +57,13 @@ def collections_root(module_file=__file__):
     return os.path.dirname(path)
 
 
-def gone_reason(pid):
-    """What the Lease says when the warden releases it for its run. Pure."""
+def gone_reason(pid, paused=()):
+    """What the Lease says when the warden releases it for its run; ``paused``: the rollouts it
+    paused first. Pure."""
     return ("the run's ansible-playbook (pid %d) ended without releasing the lock (interrupted, "
-            "cancelled or killed): released by its warden" % pid)
+            "cancelled or killed): released by its warden%s" % (pid, (
+                ", which first paused the rollout of %s (autoUpdate false; the same change run "
+                "again resumes it)" % ", ".join(paused)) if paused else ""))
 
 
 class Starting:
@@ -69,9 +74,12 @@ class Starting:
     run interrupted at any point after the Lease is written has a warden that saw it happen: one
     whose module died before a word (a killed worker) watches whatever the Lease says."""
 
-    def __init__(self, auth, namespace, name, holder, process, ttl, python=None, timeout=START_SECONDS):
+    def __init__(self, auth, namespace, name, holder, process, ttl, python=None, timeout=START_SECONDS,
+                 before_release=None):
+        # before_release: "module:function" the warden calls with (kube, the Lease's view) before it
+        # releases an interrupted run's lock; it returns what it did, for the Lease's reason.
         self.settings = dict(auth=auth, namespace=namespace, name=name, holder=holder, ttl=ttl,
-                             pid=process["pid"], started=process["started"])
+                             pid=process["pid"], started=process["started"], before_release=before_release)
         self.python, self.timeout = python or sys.executable, timeout
         self.proc = None
         self.pid = None
@@ -218,6 +226,25 @@ def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFET
     return "lifetime"
 
 
+def hook(spec):
+    """The function a "module:function" names (None for none)."""
+    if not spec:
+        return None
+    module, _sep, function = spec.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def release(kube, lease, settings, before=None):
+    """Release the lock of a run that is gone, once ``before(kube, view)`` has done its part (the
+    pause of the rollouts the run waited for). Tried again after an outage: ``before`` is too,
+    and must be idempotent."""
+    view = locks.lease_view(lease.read())
+    if view is None or view["holder"] != settings["holder"]:
+        raise NotLockHolder("the lock is no longer the run's")
+    paused = before(kube, view) if before is not None else []
+    lease.release(dict(holder=settings["holder"], why=gone_reason(settings["pid"], paused)))
+
+
 def main():
     """In the warden: read the settings, connect, say ready; then, told to go (or left without a
     word by a module that died), watch; told to stop, end."""
@@ -226,6 +253,7 @@ def main():
         kube = Kube(settings["auth"])
         pinned = pin_files(kube.api_client)
         lease = locks.LeaseLock(kube, settings["namespace"], settings["name"])
+        before = hook(settings.get("before_release"))
         lease.read()  # the first request: every path the warden takes is imported now
         fence = Fence(kube, settings["namespace"], settings["name"], settings["holder"],
                       chain=[(settings["pid"], None, settings["started"])])
@@ -243,8 +271,7 @@ def main():
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     if word != "stop":
-        me = dict(holder=settings["holder"], why=gone_reason(settings["pid"]))
-        watch(fence, lambda: lease.release(me), ttl=settings["ttl"])
+        watch(fence, lambda: release(kube, lease, settings, before), ttl=settings["ttl"])
     kube.close()
     for handle in pinned:
         handle.close()

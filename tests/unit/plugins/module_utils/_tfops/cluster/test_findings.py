@@ -206,3 +206,23 @@ def test_a_rollout_in_progress_without_our_marker_blocks():
     assert ("ROLLOUT_IN_PROGRESS", "blocking") in codes(picture())
     assert ("POOL_NOT_RUNNING", "blocking") in codes(picture())
     assert ("CLUSTER_NOT_RUNNING", "blocking") in codes(picture())
+
+
+def test_the_nodes_of_a_batch_that_a_pause_caught_are_warnings_of_that_pause():
+    """A pause stops the rollout after the batch under way (the warden's pause of an interrupted
+    run, #45 item 1): that batch's nodes are Pending for a while; the run that resumes waits them
+    out. In any other pool they still block."""
+    data = picture("shared:hypervisor")
+    data["gpunodes"] = [{"name": "n1", "phase": "Pending", "pool": "tf-shared"},
+                        {"name": "n2", "phase": "Pending", "pool": "tf-other"}]
+    data["hypervisors"] = [{"name": "hv-n1", "namespace": "tensor-fusion-sys", "node": "n1", "ready": False, "reason": None}]
+    found = dict(((f["code"], f["object"]), f) for f in findings.builtin_findings(data))
+    assert found[("GPUNODE_NOT_RUNNING", "gpunode/n1")]["severity"] == "warning"
+    assert "paused" in found[("GPUNODE_NOT_RUNNING", "gpunode/n1")]["message"]
+    assert found[("HYPERVISOR_NOT_READY", "pod/tensor-fusion-sys/hv-n1")]["severity"] == "warning"
+    assert found[("GPUNODE_NOT_RUNNING", "gpunode/n2")]["severity"] == "blocking"
+    assert found[("GPUNODE_NOT_RUNNING", "gpunode/n2")]["pool"] == "tf-other"
+    # without the pause, the same nodes block
+    data = picture()
+    data["gpunodes"] = [{"name": "n1", "phase": "Pending", "pool": "tf-shared"}]
+    assert ("GPUNODE_NOT_RUNNING", "blocking") in codes(data)

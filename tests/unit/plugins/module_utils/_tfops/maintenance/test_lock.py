@@ -175,6 +175,24 @@ def test_release_clears_the_holder_and_taking_it_back_is_no_transition():
     assert other["spec"]["leaseTransitions"] == 4
 
 
+def test_the_rollouts_a_holder_waits_for_are_noted_by_its_renewals_and_gone_with_the_lock():
+    """What an interrupted run's warden pauses (#45 item 1): set and cleared by renewals that say
+    so, kept by those that do not (the warden's), dropped by a release or a take."""
+    rolling = [{"cluster": "tf", "pool": "shared", "components": ["hypervisor"]},
+               {"cluster": "tf", "pool": "b", "components": ["hypervisor", "worker"]}]
+    held = lease(ME["holder"])
+    noted = locks.lease_after(held, "renew", dict(ME, rolling=rolling), "tf", "lock", NOW, 60)
+    assert noted["metadata"]["annotations"][locks.ROLLING] == "tf/shared:hypervisor;tf/b:hypervisor,worker"
+    assert view(noted)["rolling"] == rolling
+    kept = locks.lease_after(noted, "renew", ME, "tf", "lock", NOW, 60)
+    assert view(kept)["rolling"] == rolling
+    cleared = locks.lease_after(noted, "renew", dict(ME, rolling=[]), "tf", "lock", NOW, 60)
+    assert locks.ROLLING not in cleared["metadata"]["annotations"] and view(cleared)["rolling"] == []
+    for action in ("release", "take_over"):
+        assert locks.ROLLING not in locks.lease_after(noted, action, OTHER, "tf", "lock", NOW, 60)["metadata"]["annotations"]
+    assert locks.parse_rolling("garbage;tf/:x;/p:x") == []
+
+
 def test_clock_offset_from_the_date_header():
     sent = parse_time("2026-11-30T02:00:00Z").timestamp()
     # The server says 03:00:00 (the true time lies within that second) while this host says 02:00.
