@@ -194,6 +194,33 @@ def test_a_batch_whose_pods_cannot_start_fails_after_pods_fail_after_naming_imag
     assert hypervisor_images(api_client) == [f"{HV}:3.6.1"]
 
 
+def test_a_batch_whose_node_goes_not_ready_fails_after_pods_fail_after_naming_it(lab, api_client):
+    """#45 item 4: every GPU node stops answering as the pool starts to roll (its kubelet gone);
+    kube-controller-manager marks them NotReady after its 40 s grace; the batch's nodes then fail
+    the rollout after pods_fail_after (15 s here), naming the node and the condition, instead of
+    waiting for the stall timeout (600 s)."""
+    core = client.CoreV1Api(api_client)
+    gpu_nodes = sorted(n.metadata.name for n in core.list_node().items if n.metadata.name.startswith("tfops-gpu-"))
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "tfops-lab-kubelet"},
+                                                      "data": {"deadNodes": ",".join(gpu_nodes)}})
+    try:
+        started = time.monotonic()
+        run, res = rollout(lab, pods_fail_after=15, stall_timeout=600, **hv("3.6.2", pct=50))
+        took = time.monotonic() - started
+    finally:
+        core.delete_namespaced_config_map("tfops-lab-kubelet", "kube-system")
+    assert run.rc != 0 and res["error"] == "RolloutFailed", res
+    assert "their nodes are not Ready" in res["msg"] and "is NotReady (NodeStatusUnknown" in res["msg"], res["msg"]
+    assert any("node %s is NotReady" % name in res["msg"] for name in gpu_nodes), res["msg"]
+    assert took < 300, "failed after %.0f s, not at the stall timeout" % took
+    for name in gpu_nodes:
+        wait_for(core.list_node, lambda n, name=name: n.metadata.name == name and any(
+            c.type == "Ready" and c.status == "True" for c in n.status.conditions), timeout=120)
+    run, res = rollout(lab, **hv("3.6.3"))
+    assert run.rc == 0, res.get("msg")
+    assert hypervisor_images(api_client) == [f"{HV}:3.6.3"]
+
+
 def test_deadline_pauses_and_a_rerun_resumes(lab, api_client):
     # 8 s between batches (a knob of the double): five batches cannot finish in 25 s, and 25 s
     # leave ansible-playbook time to start even on a loaded machine.

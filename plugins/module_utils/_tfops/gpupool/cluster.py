@@ -16,6 +16,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     BusinessChangesPaused,
+    Forbidden,
     InvalidInput,
     RolloutFailed,
     Stalled,
@@ -135,6 +136,8 @@ class PoolObserver:
         self.pools = kube.resource("GPUPool", group=TF_GROUP)
         self.nodes = kube.resource("GPUNode", group=TF_GROUP)
         self.pods = kube.resource("Pod", api_version="v1")
+        self.k8s_nodes = None  # Kubernetes Nodes, read once needed (node_not_ready)
+        self.notes = []  # what the observer could not see, said once (the task's warnings)
 
     def read_pool(self):
         try:
@@ -151,6 +154,37 @@ class PoolObserver:
     def gpunodes(self, cached=False):
         return list(list_pages(self.kube, self.nodes, cached=cached,
                                label_selector="tensor-fusion.ai/pool-%s=true" % self.gpupool))
+
+    def nodes_not_ready(self, limit=MAX_DIAGNOSED * 5):
+        """{"node <name>": why} of the Kubernetes Nodes of the pool's GPUNodes that are not Running
+        (a batch's nodes while they roll) whose Ready condition is not True: a node that went
+        NotReady holds its batch forever. One GET per such node (at most ``limit``); without the
+        right to read Nodes, nothing (said once in ``notes``)."""
+        if self.k8s_nodes is False:
+            return {}
+        if self.k8s_nodes is None:
+            self.k8s_nodes = self.kube.resource("Node", api_version="v1")
+        out = {}
+        pending = sorted(n["metadata"]["name"] for n in self.gpunodes(cached=True)
+                         if (n.get("status") or {}).get("phase") != "Running")
+        for name in pending[:limit]:
+            try:
+                node = self.kube.call("get", "nodes/%s" % name, self.k8s_nodes.get, name=name).to_dict()
+            except Forbidden as exc:
+                self.k8s_nodes = False
+                self.notes.append("the rollout's nodes' readiness is not watched (%s): a node that goes "
+                                  "NotReady is found only at the stall timeout" % exc.msg)
+                return {}
+            except ApiError as exc:
+                if exc.status == 404:
+                    out["node " + name] = "is gone (no Node of that name)"
+                    continue
+                raise
+            ready = condition(node, "Ready") or {}
+            if ready.get("status") != "True":
+                out["node " + name] = "is NotReady (%s: %s)" % (
+                    ready.get("reason") or "no Ready condition", ready.get("message") or "no message")
+        return out
 
     def hypervisor_pods(self):
         return list(list_pages(self.kube, self.pods, namespace=self.namespace,
@@ -341,11 +375,15 @@ class RolloutWait:
             return
         self._next_pod_look = now + POD_CHECK_SECONDS
         failing = failing_pods(self.observer.hypervisor_pods(), HYPERVISOR_WAITING, unschedulable=True, where=True)
+        nodes = self.observer.nodes_not_ready()
+        failing.update(nodes)
         lasting = lasting_failures(failing, self._failing_since, now, self.pods_fail_after)
         if lasting:
             diag = self.observer.diagnose()
-            raise RolloutFailed("rollout of GPUPool %s cannot finish: its hypervisor Pods do not start: %s. %s" % (
-                self.observer.gpupool, "; ".join(lasting[:10]), describe_diagnosis(diag)),
+            raise RolloutFailed("rollout of GPUPool %s cannot finish: %s: %s. %s" % (
+                self.observer.gpupool,
+                "its hypervisor Pods do not start or their nodes are not Ready" if nodes else
+                "its hypervisor Pods do not start", "; ".join(lasting[:10]), describe_diagnosis(diag)),
                 pods_not_ready=lasting, diagnostics=diag, timeline=self.timeline)
 
     def wakeup(self):

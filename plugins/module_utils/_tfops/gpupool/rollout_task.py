@@ -220,8 +220,11 @@ class RolloutTask(Run):
             if not params["wait"] or not waits:
                 return self._finish(result, observer.read_pool(), [], None)
             with self._rolling(editor.name, entry_name, waits):
-                done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
-                                  waits, pct, restore)
+                try:
+                    done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
+                                      waits, pct, restore)
+                finally:
+                    self.warnings.extend(observer.notes)
         except TfopsError as exc:
             if business is not None:
                 closed.append(self._close_business(business, gpupool))

@@ -274,11 +274,14 @@ class PodsObserver(FakeObserver):
 
     def __init__(self):
         super().__init__()
-        self.pods, self.listed = [], 0
+        self.pods, self.listed, self.not_ready = [], 0, {}
 
     def hypervisor_pods(self):
         self.listed += 1
         return self.pods
+
+    def nodes_not_ready(self):
+        return dict(self.not_ready)
 
 
 def hv_pod(name, reason=None):
@@ -310,6 +313,52 @@ def test_hypervisor_pods_that_do_not_start_end_the_wait_after_the_failure_period
     assert "GPUNodes not Running: gpu-3, gpu-7" in msg, "the diagnosis says what else is stuck"
     assert caught.value.details["pods_not_ready"] == [
         "hypervisor-gpu-1 hypervisor on node gpu-1: ImagePullBackOff (Back-off pulling image) for 35s"]
+
+
+def test_a_batch_node_that_is_not_ready_ends_the_wait_after_the_failure_period(clock):
+    """#45 item 4: a node of the batch whose kubelet went away holds the batch forever."""
+    observer = PodsObserver()
+    waiter = waiter_for(stall_timeout=None, observer=observer)
+    waiter.pods_fail_after = 30
+    observer.not_ready = {"node gpu-3": "is NotReady (NodeStatusUnknown: Kubelet stopped posting node status.)"}
+    moving = objects(gpupool(2, campaign=NEW, status_hash=NEW, progress=50, synced=False))
+    waiter.check(moving)
+    clock.advance(35)
+    with pytest.raises(cluster.RolloutFailed) as caught:
+        waiter.check(moving)
+    assert "its hypervisor Pods do not start or their nodes are not Ready: node gpu-3 is NotReady " \
+           "(NodeStatusUnknown: Kubelet stopped posting node status.) for 35s" in caught.value.msg
+
+
+def test_not_ready_nodes_are_the_kubernetes_nodes_of_gpunodes_not_running():
+    class Kube:
+        def __init__(self, nodes, forbidden=False):
+            self.nodes, self.forbidden, self.got = nodes, forbidden, []
+
+        def resource(self, kind, **_kw):
+            return type("Resource", (), {"kind": kind, "get": None})()
+
+        def call(self, verb, desc, fn, **kw):
+            if self.forbidden:
+                raise cluster.Forbidden("nodes is forbidden")
+            self.got.append(kw["name"])
+            return type("R", (), {"to_dict": lambda _s, n=self.nodes[kw["name"]]: n})()
+
+    def node(status, reason="KubeletReady"):
+        return {"status": {"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": "m"}]}}
+
+    def gpunode(name, phase):
+        return {"metadata": {"name": name}, "status": {"phase": phase}}
+
+    kube = Kube({"a": node("True"), "b": node("Unknown", "NodeStatusUnknown")})
+    observer = cluster.PoolObserver(kube, "tf-pool")
+    observer.gpunodes = lambda cached=False: [gpunode("a", "Pending"), gpunode("b", "Pending"), gpunode("c", "Running")]
+    assert observer.nodes_not_ready() == {"node b": "is NotReady (NodeStatusUnknown: m)"}
+    assert kube.got == ["a", "b"], "only the nodes of GPUNodes not Running are read"
+    denied = cluster.PoolObserver(Kube({}, forbidden=True), "tf-pool")
+    denied.gpunodes = observer.gpunodes
+    assert denied.nodes_not_ready() == {} and denied.nodes_not_ready() == {}
+    assert len(denied.notes) == 1 and "not watched" in denied.notes[0]
 
 
 def test_a_pod_that_recovers_is_forgotten_and_without_the_option_pods_are_not_looked_at(clock):
