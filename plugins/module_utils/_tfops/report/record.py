@@ -321,7 +321,10 @@ def rotation_summary(result):
     created and modified, what it put back after a failure, and the old versions it deleted."""
     if not isinstance(result, dict) or result.get("skipped") or not isinstance(result.get("steps"), list):
         return None
-    return dict(what_changed(result["steps"]), secret=(result.get("secret") or {}).get("name"),
+    # A rotation that failed early returns no secret: its task's arguments still name it.
+    name = (result.get("secret") or {}).get("name") or \
+        ((result.get("invocation") or {}).get("module_args") or {}).get("name") or "the Secret (name not returned)"
+    return dict(what_changed(result["steps"]), secret=name,
                 failed_step=result.get("failed_step"), deleted=list(result.get("deleted") or []))
 
 
@@ -455,6 +458,11 @@ def chart_versions(record):
     return " (chart %s -> %s)" % (before or "none", after)
 
 
+def put_back(rotation):
+    """A failed rotation put back all it had written (nothing left that could not be)."""
+    return bool(rotation) and bool(rotation.get("put_back")) and not rotation.get("not_put_back")
+
+
 def summary_line(record):
     if record.get("plan"):
         return "check mode, nothing written - plan of %s on %s: %s" % (
@@ -469,7 +477,9 @@ def summary_line(record):
             if record.get("business_paused") else
             "the window ended mid-rollout: pools %s paused; run again to finish" % ", ".join(
                 p for p in record["paused_pools"] if p),
-            "failed": ("failed after changing the cluster, not rolled back" if record.get("changed")
+            "failed": (("failed after changing the cluster; the rotation put back what it had changed"
+                        if put_back(record.get("rotation")) else
+                        "failed after changing the cluster, not rolled back") if record.get("changed")
                        else "failed before any change") + (
                 ": verify could not reach the API server before its deadline, the change itself "
                 "completed (an outage is no reason to roll back; verify again, for example with the "

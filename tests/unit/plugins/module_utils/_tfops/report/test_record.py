@@ -298,6 +298,14 @@ def test_a_failed_rotation_lists_what_it_created_modified_and_put_back_in_every_
     assert "Rotation of db-1a2b: created db-1a2b; modified Deployment ns/web; put back Deployment ns/web " \
            "points at db again" in report_render.render_markdown(dict(_minimal_record(), **rotated))
     assert record.rotation_summary(None) is None and record.rotation_summary({"skipped": True}) is None
+    # #45 item 5: a rotation put back is headlined so; one that failed early still names its Secret
+    headline = record.summary_line(dict(_minimal_record(), status="failed", changed=True, rotation=rotation))
+    assert "the rotation put back what it had changed" in headline and "not rolled back" not in headline
+    left = dict(rotation, not_put_back=["Deployment ns/api"])
+    assert "not rolled back" in record.summary_line(dict(_minimal_record(), status="failed", changed=True, rotation=left))
+    early = {"failed": True, "changed": False, "steps": [], "invocation": {"module_args": {"name": "db"}}}
+    assert record.rotation_summary(early)["secret"] == "db"
+    assert "None" not in str(record.rotation_summary({"failed": True, "steps": []})["secret"])
 
 
 def _minimal_record():
