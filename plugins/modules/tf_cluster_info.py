@@ -260,12 +260,17 @@ data:
                    live: "tensorfusion/tensor-fusion-hypervisor:2.16.0", rendered: "tensorfusion/tensor-fusion-hypervisor:2.15.0"}
                 - {pool: shared, field: componentConfig.worker.podTemplate, hidden: true}
 findings:
-  description: What needs attention, most severe first.
+  description:
+    - What needs attention, most severe first.
+    - Findings about a pool, its nodes or its cluster name the GPUPool (C(pool), or C(pools) for a
+      cluster); C(ROLLOUT_IN_PROGRESS) also names the C(component) and the C(image) the pool's
+      spec has, which the runbooks compare with what a run asks for to take an interrupted run's
+      campaign over.
   returned: always
   type: list
   elements: dict
   sample:
-    - {code: GPUNODE_NOT_RUNNING, severity: blocking, object: gpunode/gpu-17,
+    - {code: GPUNODE_NOT_RUNNING, severity: blocking, object: gpunode/gpu-17, pool: tensor-fusion-shared,
        message: "GPUNode gpu-17 is Pending: a node that does not return to Running blocks every hypervisor rollout of its pool forever"}
     - {code: POOL_DRIFTS_FROM_CHART, severity: warning, object: tensorfusioncluster/tensor-fusion,
        message: "TensorFusionCluster tensor-fusion pool shared differs from the rendering of Helm release
