@@ -22,6 +22,8 @@ from .helpers import GROUP, NS, VERSION, deployment, wait_for
 from .settle import settle
 
 LEASE = "tensorfusion-ops-maintenance"
+# Lines as /etc/shadow has them (which parse as YAML keys without values).
+SHADOW_LIKE = str(Path(__file__).resolve().parent / "files" / "shadow-like")
 INPUTS_TASK = "Check every tfops_* variable before anything is written"
 DATA_TEXT = "dG9rZW4="  # what issue #36 gave as data: Ansible read it as {"dG9rZW4": ""}
 
@@ -88,6 +90,16 @@ UPGRADE = [
     ("pools", {"tfops_pools": ["nosuchpool"]}, "tfops_pools[0]: no pool nosuchpool; the pools are: shared"),
     ("values-files", {"tfops_values_files": ["/nonexistent/values.yaml"]},
      "tfops_values_files[0]: /nonexistent/values.yaml is not a file on the controller"),
+    # #46: a file that is not a mapping of values never becomes the release's values (its lines were
+    # keys of the values and of the restore point); a folder that is not a chart is not read as one.
+    ("values-not-mapping", {"tfops_values_files": ["/etc/passwd"]},
+     "tfops_values_files[0]: /etc/passwd is not a mapping of Helm values but a YAML str (its content is not shown)"),
+    ("values-cn-not-mapping", {"tfops_region": "cn", "tfops_values_cn": "/etc/passwd"},
+     "tfops_values_cn: /etc/passwd is not a mapping of Helm values"),
+    ("values-shadow", {"tfops_values_files": [SHADOW_LIKE]},
+     "tfops_values_files[0]: %s is not a values file: none of its 2 keys has a value" % SHADOW_LIKE),
+    ("chart-not-a-chart", {"tfops_chart": "../../../../../../../../etc"},
+     "tfops_chart: ../../../../../../../../etc is a folder without Chart.yaml: not a chart"),
     ("on-deadline", {"tfops_on_deadline": "explode"}, "tfops_on_deadline: 'explode' is not one of pause, fail"),
     ("image", {"tfops_hypervisor_image": "Bad Image:1"}, "tfops_hypervisor_image: 'Bad Image:1' is not a valid image"),
     ("chart-version", {"tfops_chart_version": "latest!"}, "tfops_chart_version: 'latest!' is not a chart version"),
@@ -257,6 +269,10 @@ def module_cases(app_ns):
         ("helm-repo-url", "helm_release", dict(chart_repo_url="not a url"),
          "chart_repo_url: 'not a url' is not an http:// or https:// URL"),
         ("helm-timeout", "helm_release", dict(wait_timeout=-1), "wait_timeout: a timeout cannot be negative (-1)"),
+        ("helm-values-not-mapping", "helm_release", dict(values_files=["/etc/passwd"]),
+         "values_files: /etc/passwd is not a mapping of Helm values but a YAML str (its content is not shown)"),
+        ("helm-chart-not-a-chart", "helm_release", dict(chart_ref="/etc"),
+         "chart_ref: /etc is a folder without Chart.yaml: not a chart"),
         # workload_restart: an unknown namespace read "deployments.apps ... not found".
         ("restart-namespace", "workload_restart", dict(namespace="nosuchns", name="app"),
          "namespace: namespace nosuchns does not exist; nothing was written"),

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
     PlanRefused,
@@ -33,6 +34,62 @@ def check_repo_url(url, option="chart_repo_url"):
         raise InvalidInput("%s: %r is not an http:// or https:// URL of a chart repository (an "
                            "oci:// chart or a chart folder goes in the chart reference, without a "
                            "repository URL)" % (option, url))
+
+
+# A values file larger than this is no values file (a chart's own values.yaml is tens of kB).
+MAX_VALUES_BYTES = 4 * 1024 * 1024
+CHART_ARCHIVES = (".tgz", ".tar.gz")
+
+
+def check_values_file(path, option="values_files"):
+    """A values file on the controller must parse as a YAML mapping (or be empty) before helm
+    reads it: any other file's lines would become the release's values and a restore point's
+    (``../../etc/shadow``). Neither a refusal nor its error shows the content, only where the
+    YAML is broken. A URL is helm's to fetch."""
+    if "://" in path:
+        return
+    full = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(full):
+        raise InvalidInput("%s: %s is not a file on the controller" % (option, path))
+    try:
+        with open(full, "rb") as handle:
+            raw = handle.read(MAX_VALUES_BYTES + 1)
+    except OSError as exc:
+        raise InvalidInput("%s: %s cannot be read: %s" % (option, path, exc.strerror))
+    if len(raw) > MAX_VALUES_BYTES:
+        raise InvalidInput("%s: %s is over %d bytes: not a values file" % (option, path, MAX_VALUES_BYTES))
+    try:
+        doc = yamldoc.load(raw)
+    except yamldoc.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InvalidInput("%s: %s is not YAML%s (its content is not shown)" % (
+            option, path, " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""))
+    if doc is not None and not isinstance(doc, dict):
+        raise InvalidInput("%s: %s is not a mapping of Helm values but a YAML %s (its content is not "
+                           "shown)" % (option, path, type(doc).__name__))
+    # Lines such as /etc/shadow's or /etc/group's ("name:x:0:") parse as keys without a value: a
+    # values file that sets nothing but nulls is not one (and would only unset the chart's defaults).
+    if doc and all(value is None for value in doc.values()):
+        raise InvalidInput("%s: %s is not a values file: none of its %d keys has a value (its content "
+                           "is not shown)" % (option, path, len(doc)))
+
+
+def check_chart_ref(ref, option="chart_ref"):
+    """What helm will read as the chart: a chart folder must hold Chart.yaml and a local file
+    must be a packaged chart (``../../etc`` is neither); ``repo/chart``, a chart name with a
+    repository URL, and oci:// or http(s):// references are helm's to resolve."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput("%s: a chart reference is needed" % option)
+    if "://" in ref:
+        return
+    full = os.path.abspath(os.path.expanduser(ref))
+    if os.path.isdir(full):
+        if not os.path.isfile(os.path.join(full, "Chart.yaml")):
+            raise InvalidInput("%s: %s is a folder without Chart.yaml: not a chart" % (option, ref))
+    elif os.path.exists(full) and not ref.endswith(CHART_ARCHIVES):
+        raise InvalidInput("%s: %s is a file but not a packaged chart (%s)" % (option, ref, " or ".join(CHART_ARCHIVES)))
+    elif not os.path.exists(full) and (ref.startswith(("/", "./", "../", "~")) or ref.endswith(CHART_ARCHIVES)):
+        raise InvalidInput("%s: %s does not exist on the controller (a chart folder or archive)" % (option, ref))
 
 
 # Options that only a state that uses them takes; given with another state they would be ignored.
@@ -62,6 +119,10 @@ def validate(params):
             raise InvalidInput("revision must be 1 or more")
     if params.get("chart_repo_url"):
         check_repo_url(params["chart_repo_url"])
+    if params["state"] == "present":
+        check_chart_ref(params.get("chart_ref"))
+        for path in params.get("values_files") or []:
+            check_values_file(path)
     for item in params.get("set_values") or []:
         if "=" not in (item.get("value") or ""):
             raise InvalidInput("set_values: %r is not key=value (use key= for an empty string)"

@@ -196,6 +196,19 @@ def url_or_file(value, name):
     return existing_file(value, name)
 
 
+def values_file(value, name):
+    """A Helm values file: a URL, or a file that parses as a YAML mapping (helm/release.py's
+    check, which helm_release makes again)."""
+    url_or_file(value, name)
+    helm_release.check_values_file(value, name)
+    return value
+
+
+def chart_ref(value, name):
+    helm_release.check_chart_ref(text(value, name), name)
+    return value
+
+
 def repo_url(value, name):
     if value == "":
         return value  # blank: no repository (a chart path or oci:// reference)
@@ -348,14 +361,14 @@ SPEC = [
     V("tfops_rollback_timeout", HELM, whole(1)),
     # upgrade.yml (and fleet_upgrade.yml).
     V("tfops_snapshot_store", ("upgrade",), choice("local", "cluster", "both")),
-    V("tfops_chart", ("upgrade",), text),
+    V("tfops_chart", ("upgrade",), chart_ref),
     V("tfops_chart_repo", ("upgrade",), repo_url, blank_is_value=True),
     V("tfops_chart_version", ("upgrade",), chart_version),
     V("tfops_region", ("upgrade",), choice("international", "cn")),
-    V("tfops_values_cn", ("upgrade",), url_or_file),
+    V("tfops_values_cn", ("upgrade",), values_file),
     V("tfops_local_mode", ("upgrade",), boolean),
     V("tfops_values", ("upgrade",), mapping, secret=True),  # Helm values may hold credentials
-    V("tfops_values_files", ("upgrade",), text_list(url_or_file)),
+    V("tfops_values_files", ("upgrade",), text_list(values_file)),
     V("tfops_update_crds", ("upgrade",), boolean),
     V("tfops_pools", ("upgrade",), pools),
     V("tfops_hypervisor_image", ("upgrade",), image),

@@ -118,3 +118,51 @@ def test_a_rollback_to_a_snapshot_uses_the_flags_the_upgrade_recorded():
     # And the rollback's commands carry them.
     assert helmcli.flag_args(release.effective_flags(unset, recorded)[0], helmcli.ROLLBACK, H4) == \
         ["--no-hooks", "--server-side=false", "--history-max=20"]
+
+
+def test_a_values_file_is_a_yaml_mapping_and_its_content_is_never_shown(tmp_path):
+    """#46: any file's lines became the release's values (../../etc/shadow)."""
+    good = tmp_path / "values.yaml"
+    good.write_text("controller:\n  image: x\n")
+    release.check_values_file(str(good))
+    (tmp_path / "empty.yaml").write_text("")
+    release.check_values_file(str(tmp_path / "empty.yaml"))
+    release.check_values_file("https://example.com/values.yaml")  # helm's to fetch
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$secrethash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
+    with pytest.raises(InvalidInput) as caught:
+        release.check_values_file(str(shadow), "tfops_values_files[0]")
+    assert caught.value.msg == ("tfops_values_files[0]: %s is not a values file: none of its 2 keys has a value "
+                                "(its content is not shown)" % shadow)
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    with pytest.raises(InvalidInput, match="is not a mapping of Helm values but a YAML str"):
+        release.check_values_file(str(passwd))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: 1\nsecret-key: [unclosed\n")
+    with pytest.raises(InvalidInput, match=r"is not YAML \(line \d+, column \d+\) \(its content is not shown\)") as caught:
+        release.check_values_file(str(broken))
+    assert "unclosed" not in caught.value.msg
+    with pytest.raises(InvalidInput, match="is not a file on the controller"):
+        release.check_values_file(str(tmp_path))
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a: " + b"x" * (release.MAX_VALUES_BYTES + 1))
+    with pytest.raises(InvalidInput, match="not a values file"):
+        release.check_values_file(str(big))
+
+
+def test_a_chart_reference_that_names_a_local_path_is_a_chart(tmp_path):
+    chart = tmp_path / "mychart"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("name: mychart\n")
+    for ok in (str(chart), "tensor-fusion", "repo/tensor-fusion", "oci://registry/charts/tf"):
+        release.check_chart_ref(ok)
+    with pytest.raises(InvalidInput, match="is a folder without Chart.yaml: not a chart"):
+        release.check_chart_ref(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(InvalidInput, match="is a file but not a packaged chart"):
+        release.check_chart_ref(str(tmp_path / "notes.txt"))
+    with pytest.raises(InvalidInput, match="does not exist on the controller"):
+        release.check_chart_ref("./nosuch")
+    with pytest.raises(InvalidInput, match="a chart reference is needed"):
+        release.check_chart_ref("  ")
