@@ -18,6 +18,15 @@ options:
       - When no authentication option is given at all, in-cluster configuration is tried first,
         then E(KUBECONFIG) or C(~/.kube/config).
     type: raw
+  kubeconfig_allow_exec:
+    description:
+      - A kubeconfig given as a dictionary whose user runs a command to get its credentials
+        (C(exec), C(auth-provider)) is refused before anything runs, unless this is V(true): a
+        dictionary may come from an AWX survey answer or an extra variable, which must not run
+        commands on the controller. A kubeconfig file's users run as they are.
+      - A dictionary must also be a kubeconfig (C(clusters), C(contexts), C(users) lists).
+    type: bool
+    default: false
   context:
     description:
       - The kubeconfig context to use. Can also be given with E(K8S_AUTH_CONTEXT).

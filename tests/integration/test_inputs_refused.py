@@ -22,6 +22,13 @@ from .helpers import GROUP, NS, VERSION, deployment, wait_for
 from .settle import settle
 
 LEASE = "tensorfusion-ops-maintenance"
+# A kubeconfig given as data whose user would run a command on the controller (#46).
+PWNED = "/tmp/tfops-inputs-exec-ran"
+EXEC_KUBECONFIG = {"apiVersion": "v1", "kind": "Config",
+                   "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+                   "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}], "current-context": "x",
+                   "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                                                             "command": "touch", "args": [PWNED]}}}]}
 # Lines as /etc/shadow has them (which parse as YAML keys without values).
 SHADOW_LIKE = str(Path(__file__).resolve().parent / "files" / "shadow-like")
 INPUTS_TASK = "Check every tfops_* variable before anything is written"
@@ -98,6 +105,8 @@ UPGRADE = [
      "tfops_values_cn: /etc/passwd is not a mapping of Helm values"),
     ("values-shadow", {"tfops_values_files": [SHADOW_LIKE]},
      "tfops_values_files[0]: %s is not a values file: none of its 2 keys has a value" % SHADOW_LIKE),
+    ("kubeconfig-exec", {"tfops_kubeconfig": EXEC_KUBECONFIG},
+     "tfops_kubeconfig: user u would run a command on the controller to get its credentials"),
     ("chart-not-a-chart", {"tfops_chart": "../../../../../../../../etc"},
      "tfops_chart: ../../../../../../../../etc is a folder without Chart.yaml: not a chart"),
     ("on-deadline", {"tfops_on_deadline": "explode"}, "tfops_on_deadline: 'explode' is not one of pause, fail"),
@@ -199,6 +208,7 @@ def test_a_bad_runbook_variable_is_refused_before_anything_is_written(refused_ru
     assert json.loads((Path(report["dir"]) / "report.json").read_text())["error"]["step"] == "preflight"
     # Not one object written: no Lease, no report ConfigMap, no snapshot, no chart revision.
     assert changed == {}, changed
+    assert not Path(PWNED).exists(), "a kubeconfig given as data ran its command"
 
 
 # ---- the modules -------------------------------------------------------------------------------
@@ -269,6 +279,8 @@ def module_cases(app_ns):
         ("helm-repo-url", "helm_release", dict(chart_repo_url="not a url"),
          "chart_repo_url: 'not a url' is not an http:// or https:// URL"),
         ("helm-timeout", "helm_release", dict(wait_timeout=-1), "wait_timeout: a timeout cannot be negative (-1)"),
+        ("auth-exec", "tf_cluster_info", dict(namespace=NS, kubeconfig=EXEC_KUBECONFIG),
+         "kubeconfig: user u would run a command on the controller to get its credentials"),
         ("helm-values-not-mapping", "helm_release", dict(values_files=["/etc/passwd"]),
          "values_files: /etc/passwd is not a mapping of Helm values but a YAML str (its content is not shown)"),
         ("helm-chart-not-a-chart", "helm_release", dict(chart_ref="/etc"),
@@ -324,6 +336,7 @@ def test_a_bad_module_input_is_refused_before_anything_is_written(module_run, ap
     # Readable: no part of the message masked by no_log, and no value shown.
     assert "********" not in result["msg"] and "new-value-h36" not in json.dumps(result)
     assert changed == {}, changed
+    assert not Path(PWNED).exists(), "a kubeconfig given as data ran its command"
 
 
 # ---- the end of a run always runs --------------------------------------------------------------

@@ -45,6 +45,7 @@ AUTH_ARG_SPEC = dict(
     proxy=dict(type="str"),
     impersonate_user=dict(type="str"),
     impersonate_groups=dict(type="list", elements="str"),
+    kubeconfig_allow_exec=dict(type="bool", default=False),
 )
 
 # option -> environment variables, first set wins. kubernetes.core reads K8S_AUTH_<option name>,
@@ -109,7 +110,29 @@ def resolve_auth(params, environ=None):
         resolved[option] = value
     if (resolved["client_cert"] is None) != (resolved["client_key"] is None):
         raise AuthError("client_cert and client_key go together; only one of them was given")
+    resolved["kubeconfig_allow_exec"] = bool(params.get("kubeconfig_allow_exec"))
+    if isinstance(resolved["kubeconfig"], dict):
+        check_inline_kubeconfig(resolved["kubeconfig"], resolved["kubeconfig_allow_exec"])
     return resolved
+
+
+def check_inline_kubeconfig(doc, allow_exec=False, option="kubeconfig"):
+    """A kubeconfig given as a dictionary (an AWX survey answer, an extra variable) is data: its
+    parts are lists of mappings, and a user that runs a command on the controller to get its
+    credentials (``exec``, an ``auth-provider``) is refused unless ``allow_exec``. Pure; says
+    which user, never a value."""
+    for key in ("clusters", "contexts", "users"):
+        items = doc.get(key)
+        if items is not None and not (isinstance(items, list) and all(isinstance(i, dict) for i in items)):
+            raise AuthError("%s: %s is not a list of mappings: not a kubeconfig" % (option, key))
+    if not doc.get("clusters"):
+        raise AuthError("%s: no clusters: not a kubeconfig" % option)
+    runs = [str(u.get("name")) for u in doc.get("users") or []
+            if isinstance(u.get("user"), dict) and (u["user"].get("exec") or u["user"].get("auth-provider"))]
+    if runs and not allow_exec:
+        raise AuthError("%s: user %s would run a command on the controller to get its credentials (exec or "
+                        "auth-provider); a kubeconfig given as data may not, unless kubeconfig_allow_exec is "
+                        "true (a kubeconfig file may)" % (option, ", ".join(runs)))
 
 
 def kubeconfig_secrets(kubeconfig):

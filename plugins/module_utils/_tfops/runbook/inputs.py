@@ -20,7 +20,9 @@ import os
 import re
 import shutil
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import gates as gate_rules
@@ -226,12 +228,33 @@ def chart_version(value, name):
 
 
 def kubeconfig(value, name):
+    """A kubeconfig given as data, or files on the controller that are kubeconfigs (core/auth's
+    check; whether data may run a command is the rule _kubeconfig_exec's)."""
     if isinstance(value, dict):
+        named_auth(auth.check_inline_kubeconfig, value, True, name)
         return value
     for part in text(value, name).split(os.pathsep):
-        if part and not os.path.isfile(os.path.expanduser(part)):
+        path = os.path.expanduser(part)
+        if part and not os.path.isfile(path):
             raise InvalidInput("%s: %s is not a file on the controller" % (name, part))
+        if part:
+            try:
+                with open(path, "rb") as handle:
+                    doc = yamldoc.load(handle.read(4 * 1024 * 1024))
+            except (OSError, yamldoc.YAMLError):
+                doc = None
+            if not isinstance(doc, dict):
+                raise InvalidInput("%s: %s is not a kubeconfig (a YAML mapping; its content is not shown)" % (name, part))
+            named_auth(auth.check_inline_kubeconfig, doc, True, "%s: %s" % (name, part))
     return value
+
+
+def named_auth(check, *args):
+    """An auth check's refusal (AuthError) as the inputs' refusal."""
+    try:
+        return check(*args)
+    except auth.AuthError as exc:
+        raise InvalidInput(exc.msg)
 
 
 def plan(value, name):
@@ -315,6 +338,7 @@ V = Variable
 SPEC = [
     # The cluster, the Python, the release (every runbook).
     V("tfops_kubeconfig", ALL, kubeconfig, secret="mapping"),
+    V("tfops_kubeconfig_allow_exec", ALL, boolean),
     V("tfops_context", ALL, text),
     V("tfops_python_interpreter", ALL, executable),
     V("tfops_in_process", ALL, boolean),
@@ -498,6 +522,14 @@ def _window(playbook, checked, given):
         named("tfops_window_cron", windows.parse_schedules, checked["tfops_window_cron"], tz)
 
 
+def _kubeconfig_exec(_playbook, checked, _given):
+    """A kubeconfig given as data runs no command on the controller unless
+    tfops_kubeconfig_allow_exec is true (an AWX survey answer is data)."""
+    if isinstance(checked.get("tfops_kubeconfig"), dict):
+        named_auth(auth.check_inline_kubeconfig, checked["tfops_kubeconfig"],
+                   bool(checked.get("tfops_kubeconfig_allow_exec")), "tfops_kubeconfig")
+
+
 def _region(playbook, checked, given):
     if playbook == "upgrade" and checked.get("tfops_region") == "cn" and not checked.get("tfops_values_cn") \
             and given.get("tfops_chart_repo") == "":
@@ -527,7 +559,7 @@ def _fleet(checked, given, awx):
                           checked.get("tfops_fleet_passed"), checked.get("tfops_fleet_failed"), awx)
 
 
-RULES = (_window, _region, _secret)
+RULES = (_window, _region, _secret, _kubeconfig_exec)
 
 
 def message(problems):

@@ -97,3 +97,18 @@ def test_nothing_given_and_nothing_found_is_a_clear_error(tmp_path, monkeypatch)
 def test_missing_kubeconfig_file_is_named(tmp_path):
     with pytest.raises(AuthError, match="does not exist"):
         auth.build_configuration(dict(EMPTY, kubeconfig=str(tmp_path / "nope")))
+
+
+def test_a_kubeconfig_given_as_data_runs_no_command_unless_allowed():
+    """#46: every module refuses an inline kubeconfig whose user runs a command (exec,
+    auth-provider) before anything runs, unless kubeconfig_allow_exec."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import AuthError, resolve_auth
+    inline = {"clusters": [{"name": "c", "cluster": {"server": "https://k"}}],
+              "users": [{"name": "ci", "user": {"exec": {"command": "/bin/sh"}}},
+                        {"name": "gcp", "user": {"auth-provider": {"name": "gcp"}}}]}
+    with pytest.raises(AuthError, match="user ci, gcp would run a command on the controller"):
+        resolve_auth({"kubeconfig": inline}, environ={})
+    assert resolve_auth({"kubeconfig": inline, "kubeconfig_allow_exec": True}, environ={})["kubeconfig_allow_exec"]
+    with pytest.raises(AuthError, match="no clusters: not a kubeconfig"):
+        resolve_auth({"kubeconfig": {"users": []}}, environ={})
+    assert resolve_auth({"kubeconfig": "/some/file"}, environ={})["kubeconfig"] == "/some/file"

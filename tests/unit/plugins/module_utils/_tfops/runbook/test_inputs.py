@@ -183,8 +183,10 @@ def test_files_that_exist_pass(tmp_path):
     helm.chmod(0o755)
     bundle = tmp_path / "bundle"
     bundle.mkdir()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://k}}]\n")
     assert problems("upgrade", tfops_values_files=[str(values_file)], tfops_values_cn=str(values_file),
-                    tfops_helm_binary=str(helm), tfops_kubeconfig=str(values_file),
+                    tfops_helm_binary=str(helm), tfops_kubeconfig=str(kubeconfig),
                     tfops_artifacts_dir=str(tmp_path / "new" / "reports"), tfops_plan_out=str(tmp_path / "plan.json")) == []
     assert problems("rollback", tfops_snapshot=str(bundle)) == []
     helm.chmod(0o644)
@@ -243,3 +245,25 @@ def test_whole_numbers_as_surveys_give_them():
     assert values.whole_number(20.0, "x") == 20
     with pytest.raises(InvalidInput, match=r"^x: '2e1' is not a whole number \(1-100\)$"):
         values.whole_number("2e1", "x", 1, 100)
+
+
+def test_a_kubeconfig_is_one_and_given_as_data_runs_no_command_unless_allowed(tmp_path):
+    """#46: an inline kubeconfig's exec user ran its command during the inputs' check."""
+    inline = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": "https://k"}}],
+              "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+              "users": [{"name": "u", "user": {"exec": {"command": "sh", "args": ["-c", "touch /tmp/pwned"]}}}]}
+    found = problems("precheck", tfops_kubeconfig=inline)
+    assert len(found) == 1 and found[0].startswith("tfops_kubeconfig: user u would run a command on the controller")
+    assert "/tmp/pwned" not in found[0]
+    assert problems("precheck", tfops_kubeconfig=inline, tfops_kubeconfig_allow_exec=True) == []
+    assert problems("precheck", tfops_kubeconfig={"users": "x", "clusters": []}) == [
+        "tfops_kubeconfig: users is not a list of mappings: not a kubeconfig"]
+    not_one = tmp_path / "notes.txt"
+    not_one.write_text("just text\n")
+    assert problems("precheck", tfops_kubeconfig=str(not_one)) == [
+        "tfops_kubeconfig: %s is not a kubeconfig (a YAML mapping; its content is not shown)" % not_one]
+    # a file's exec users run (the file is the controller's own: EKS, GKE)
+    with_exec = tmp_path / "eks"
+    import yaml
+    with_exec.write_text(yaml.safe_dump(inline))
+    assert problems("precheck", tfops_kubeconfig=str(with_exec)) == []
