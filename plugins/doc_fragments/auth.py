@@ -21,7 +21,7 @@ options:
   kubeconfig_allow_exec:
     description:
       - A kubeconfig given as a dictionary whose user runs a command to get its credentials
-        (C(exec), C(auth-provider)) is refused before anything runs, unless this is V(true): a
+        (C(exec), C(auth-provider)) is refused before anything runs, unless this is V(true). A
         dictionary may come from an AWX survey answer or an extra variable, which must not run
         commands on the controller. A kubeconfig file's users run as they are.
       - A dictionary must also be a kubeconfig (C(clusters), C(contexts), C(users) lists).

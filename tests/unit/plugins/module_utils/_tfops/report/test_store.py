@@ -116,7 +116,6 @@ def test_the_body_is_labelled_and_says_how_it_was_packed():
     assert report_store.reference("tf", "n") == "configmap://tf/n"
 
 
-
 @pytest.mark.parametrize("changed", [True, False])
 def test_a_run_that_took_a_restore_point_says_whether_it_then_changed_the_cluster(changed):
     """What a rollback reads to pass over the restore point of a run that changed nothing."""
@@ -138,6 +137,7 @@ def test_the_record_names_the_restore_point_the_run_took_and_none_in_check_mode(
     taken = record.build_record(params, "2026-11-29T02:10:00Z")["restore_point"]
     assert taken["path"] == params["results"]["snapshot"]["bundle"], taken
     assert record.build_record(dict(params, check_run=True), "2026-11-29T02:10:00Z")["restore_point"] is None
+
 
 def _meta(name, started=None, created="2026-11-01T00:00:00Z"):
     meta = {"name": name, "creationTimestamp": created}
