@@ -169,7 +169,7 @@ options:
         reports C(Unschedulable) - naming each Pod's image, node and reason, instead of waiting
         O(stall_timeout) for a batch that cannot finish. The Pods are looked at every few seconds
         while a hypervisor campaign is waited for; a Pod that recovers is forgotten.
-      - So are the Kubernetes Nodes of the GPUNodes that are not Running (the batch's): a node
+      - So are the Kubernetes Nodes of the GPUNodes that are not Running (the batch's). A node
         whose C(Ready) condition is not C(True) for this long (its kubelet gone) fails the wait
         too, naming it and the condition's reason. That needs C(get) on C(nodes) (the rbac role's
         upgrade and rotate manifests grant it); without it a warning says the nodes are not watched.
