@@ -65,6 +65,8 @@ options:
       - Also read the cluster (namespaces, pools, the Secret and its consumers, a snapshot
         reference). What these credentials may not read is left to the RBAC preflight and listed
         in RV(unchecked).
+      - When a variable is refused already, the cluster is read without O(retry_timeout)'s retries,
+        so that the refusal comes at once even when the API server does not answer.
     type: bool
     default: true
 extends_documentation_fragment:

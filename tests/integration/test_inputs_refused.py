@@ -392,3 +392,28 @@ def test_a_report_folder_that_fails_still_leaves_the_cluster_copy(lab, api_clien
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def test_a_refused_variable_is_said_at_once_when_the_api_server_does_not_answer(tmp_path):
+    """#46: a typo waited out an API server that does not answer (retry_timeout) before it was
+    reported; refused anyway, the cluster is read without retries."""
+    import time
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t0ken"}}]}))
+    play = [{"name": "Inputs", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Check", "tensorfusion.ops.runbook_inputs": {
+            "playbook": "upgrade", "variables": {"tfops_batch_percentage": "abc"},
+            "kubeconfig": str(kubeconfig), "retry_timeout": 120}}]}]
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump(play, sort_keys=False))
+    started = time.monotonic()
+    run = run_playbook(str(path), timeout=300)
+    took = time.monotonic() - started
+    result = run.task_results("Check")
+    assert run.rc != 0 and "tfops_batch_percentage: 'abc' is not a whole number" in result["msg"], result
+    assert "the cluster cannot be read" in result["msg"], result["msg"]
+    assert took < 90, "refused after %.0f s: the outage was waited out" % took

@@ -38,8 +38,10 @@ def run(ctx):
     unchecked = []
     connection = [p for p in problems if p.startswith(("tfops_kubeconfig", "tfops_context"))]
     if params["cluster"] and not connection:
+        # Reads only: an outage is ridden out - unless the run is refused anyway, which is said
+        # at once rather than after waiting out an API server that does not answer.
         try:
-            with ctx.connected(retry_deadline(params)):  # reads only: an outage is ridden out
+            with ctx.connected(None if problems else retry_deadline(params)):
                 task = ClusterInputs(ctx, params)
                 problems += task.problems(checked, given)
                 unchecked = task.unchecked
