@@ -25,6 +25,10 @@ def _cluster_findings(data):
     return out
 
 
+# A chart upgrade that keeps the live pools (helm_release keep_pools) reverts none of this.
+UNLESS_KEPT = " unless it keeps the live pools (keep_pools, on by default in the runbooks)"
+
+
 def _chart_findings(data):
     """What the next chart upgrade would revert (POOL_DRIFTS_FROM_CHART, one finding per pool
     entry), or that it could not be checked (POOL_DRIFT_UNCHECKED)."""
@@ -48,14 +52,14 @@ def _chart_findings(data):
             where = "TensorFusionCluster %s pool %s" % (tfc["name"], pool if pool is not None else "(unnamed)")
             if diffs[0].get("only") == "live":
                 message = "%s is not in the rendering of %s: the next chart upgrade that changes the " \
-                          "rendered pools removes it" % (where, rendering)
+                          "rendered pools removes it%s" % (where, rendering, UNLESS_KEPT)
             elif diffs[0].get("only") == "rendered":
                 message = "%s is in the rendering of %s but not live: the next chart upgrade that " \
-                          "changes the rendered pools adds it back" % (where, rendering)
+                          "changes the rendered pools adds it back%s" % (where, rendering, UNLESS_KEPT)
             else:
                 message = "%s differs from the rendering of %s, which the next chart upgrade that changes " \
-                          "the rendered pools puts back (set these in the chart's values to keep them): %s" % (
-                              where, rendering, "; ".join(describe(d) for d in diffs))
+                          "the rendered pools puts back%s (set these in the chart's values to keep them): %s" % (
+                              where, rendering, UNLESS_KEPT, "; ".join(describe(d) for d in diffs))
             out.append(finding("POOL_DRIFTS_FROM_CHART", "warning", obj, message))
     return out
 

@@ -163,7 +163,7 @@ def test_drift_finding_names_each_field_with_both_values():
         "code": "POOL_DRIFTS_FROM_CHART", "severity": "warning", "object": "tensorfusioncluster/tensor-fusion",
         "message": "TensorFusionCluster tensor-fusion pool shared differs from the rendering of Helm release "
                    "tf-sys/tf revision 4, which the next chart upgrade that changes the rendered pools puts back "
-                   "(set these in the chart's values to keep them): "
+                   "unless it keeps the live pools (keep_pools, on by default in the runbooks) (set these in the chart's values to keep them): "
                    'componentConfig.hypervisor.image live "hv:2.16.0", chart "hv:2.15.0"; '
                    "componentConfig.hypervisor.podTemplate differs (not shown: env values can be secrets); "
                    "nodeManagerConfig.nodePoolRollingUpdatePolicy.batchPercentage live 50, chart 20"}]
@@ -179,9 +179,11 @@ def test_one_finding_per_entry_and_whole_entries():
     messages = [f["message"] for f in chart_findings(data)]
     assert messages == [
         "TensorFusionCluster tensor-fusion pool inference is not in the rendering of Helm release tf-sys/tf "
-        "revision 4: the next chart upgrade that changes the rendered pools removes it",
+        "revision 4: the next chart upgrade that changes the rendered pools removes it unless it keeps the live "
+        "pools (keep_pools, on by default in the runbooks)",
         "TensorFusionCluster tensor-fusion pool shared differs from the rendering of Helm release tf-sys/tf "
-        "revision 4, which the next chart upgrade that changes the rendered pools puts back (set these in the "
+        "revision 4, which the next chart upgrade that changes the rendered pools puts back unless it keeps the "
+        "live pools (keep_pools, on by default in the runbooks) (set these in the "
         'chart\'s values to keep them): componentConfig.worker.image live unset, chart "worker:2.15.0"']
 
 
