@@ -159,6 +159,10 @@ ROLLBACK = [
     ("snapshot-path", {"tfops_snapshot": "/nonexistent/bundle"}, "tfops_snapshot: /nonexistent/bundle is neither"),
     ("snapshot-ref", {"tfops_snapshot": "secret://tensor-fusion-sys/nosuchbundle"},
      "tfops_snapshot: there is no snapshot secret://tensor-fusion-sys/nosuchbundle"),
+    # #46: any Secret passed the check and was read as a bundle after the lock.
+    ("snapshot-app-secret", {"tfops_snapshot": "secret://{ns}/app-cred"},
+     "tfops_snapshot: secret://{ns}/app-cred is not a restore point of tensorfusion.ops (Secret app-cred is of "
+     "type Opaque, not tensorfusion.ops/snapshot)"),
     ("restore", {"tfops_restore_component_config": "maybe"}, "tfops_restore_component_config: 'maybe' is not a boolean"),
 ]
 PRECHECK = [
@@ -178,7 +182,9 @@ def refused_runs(lab, api_client, base, app_ns, tmp_path_factory):
     out = {}
     for playbook, cases in CASES.items():
         common = dict(base, ansible_connection="local", **(rotation if "rotate" in playbook else {}))
-        inventory = {"refusals": {"vars": common, "hosts": {host: bad for host, bad, _e in cases}}}
+        # A case may name the test's own namespace as {ns}.
+        inventory = {"refusals": {"vars": common, "hosts": {
+            host: json.loads(json.dumps(bad).replace("{ns}", app_ns)) for host, bad, _e in cases}}}
         path = tmp / ("%s.yml" % playbook.rsplit(".", 1)[-1])
         path.write_text(yaml.safe_dump(inventory))
         before = versions(api_client, [NS, app_ns])

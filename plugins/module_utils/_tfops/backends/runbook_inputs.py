@@ -156,8 +156,13 @@ class ClusterInputs(Run):
         api = self.kube.resource("Secret", api_version="v1")
         found = self._get(lambda: self.kube.call("get", "secrets/%s" % secret, api.get, name=secret,
                                                  namespace=namespace))
-        return None if found is not None else "tfops_snapshot: there is no snapshot %s (no Secret %s in %s)" % (
-            reference, secret, namespace)
+        if found is None:
+            return "tfops_snapshot: there is no snapshot %s (no Secret %s in %s)" % (reference, secret, namespace)
+        # Any Secret may be named: only a restore point of this collection is one (type, labels).
+        obj = found.to_dict()
+        bundle = ((obj.get("metadata") or {}).get("annotations") or {}).get(snapshot_store.ANNOTATION_BUNDLE) or secret
+        why = snapshot_store.not_a_restore_point([obj], bundle)
+        return "tfops_snapshot: %s is not a restore point of tensorfusion.ops (%s)" % (reference, why) if why else None
 
     def _secret(self, checked, namespace):
         if "tfops_secret_namespace" in checked:
