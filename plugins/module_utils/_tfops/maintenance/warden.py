@@ -10,8 +10,8 @@ ansible-playbook process runs (the one named in the Lease: pid, start time). Whe
 ends while the Lease still names the run - Ctrl-C, SIGTERM (an AWX job cancelled), kill -9 - the
 warden pauses the rollouts the run was waiting for that are still under way (as a deadline
 does: the same change run again resumes them), then releases the lock, saying why in the Lease,
-and ends; a run from any host then takes it. When the Lease no longer names the run (the run released it, or lost it), the warden
-ends without writing anything. An API server that cannot be reached is waited out until the
+and ends; a run from any host then takes it. When the Lease no longer names the run (the run
+released it, or lost it), the warden ends without writing anything. An API server that cannot be reached is waited out until the
 Lease's TTL would have ended anyway. A warden that dies with its run (the container of an AWX
 job torn down) leaves a Lease that nobody renews: any host takes it over once its TTL has passed.
 
@@ -57,13 +57,18 @@ def collections_root(module_file=__file__):
     return os.path.dirname(path)
 
 
-def gone_reason(pid, paused=()):
+def gone_reason(pid, paused=(), pause_failed=None):
     """What the Lease says when the warden releases it for its run; ``paused``: the rollouts it
-    paused first. Pure."""
+    paused first; ``pause_failed``: why it could not pause them. Pure."""
+    if pause_failed:
+        then = ", which could not pause the run's rollouts (%s): look at the pools" % pause_failed
+    elif paused:
+        then = ", which first paused the rollout of %s (autoUpdate false; the same change run again " \
+               "resumes it)" % ", ".join(paused)
+    else:
+        then = ""
     return ("the run's ansible-playbook (pid %d) ended without releasing the lock (interrupted, "
-            "cancelled or killed): released by its warden%s" % (pid, (
-                ", which first paused the rollout of %s (autoUpdate false; the same change run "
-                "again resumes it)" % ", ".join(paused)) if paused else ""))
+            "cancelled or killed): released by its warden%s" % (pid, then))
 
 
 class Starting:
@@ -241,8 +246,16 @@ def release(kube, lease, settings, before=None):
     view = locks.lease_view(lease.read())
     if view is None or view["holder"] != settings["holder"]:
         raise NotLockHolder("the lock is no longer the run's")
-    paused = before(kube, view) if before is not None else []
-    lease.release(dict(holder=settings["holder"], why=gone_reason(settings["pid"], paused)))
+    paused, failed = [], None
+    try:
+        paused = before(kube, view) if before is not None else []
+    except TfopsError as exc:
+        if exc.details.get("unreachable") or getattr(exc, "status", None) in retry.READ_STATUSES:
+            raise  # the API server is away or overloaded: the release waits for it too
+        failed = exc.msg
+    except Exception as exc:  # pylint: disable=broad-except  # a fault there must not keep the lock held
+        failed = "%s: %s" % (type(exc).__name__, exc)
+    lease.release(dict(holder=settings["holder"], why=gone_reason(settings["pid"], paused, failed)))
 
 
 def main():

@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
     ControllerGone,
+    InvalidInput,
     LockLost,
     NotLockHolder,
 )
@@ -150,3 +151,42 @@ def test_a_warden_that_does_not_start_is_an_error_that_says_so(seconds, tmp_path
     with pytest.raises(TfopsError, match="warden did not start.*cannot reach the API server https://127.0.0.1:9"):
         with warden.Starting(auth, "ns", "lock", "me", dict(pid=os.getpid(), started=1), 120, timeout=seconds):
             pass
+
+
+class Lease:
+    """The Lease as the warden's release reads and writes it."""
+
+    def __init__(self, holder="run-1"):
+        self.holder, self.released = holder, None
+
+    def read(self):
+        return {"metadata": {"name": "l", "namespace": "n", "annotations": {}},
+                "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": 120}}
+
+    def release(self, me):
+        self.released = me
+
+
+@pytest.mark.parametrize("before, says", [
+    (lambda kube, view: ["hypervisor of GPUPool tf-shared at 40%"], "first paused the rollout of hypervisor of GPUPool tf-shared at 40%"),
+    (lambda kube, view: [], "released by its warden"),
+    (lambda kube, view: (_ for _ in ()).throw(InvalidInput("TensorFusionCluster tf has no pool 'x'")),
+     "could not pause the run's rollouts (TensorFusionCluster tf has no pool 'x'): look at the pools"),
+    (lambda kube, view: {}["boom"], "could not pause the run's rollouts (KeyError: 'boom')"),
+])
+def test_the_release_of_a_run_that_is_gone_pauses_first_and_a_failed_pause_does_not_keep_the_lock(before, says):
+    lease = Lease()
+    warden.release(None, lease, dict(holder="run-1", pid=7), before)
+    assert lease.released["holder"] == "run-1" and says in lease.released["why"], lease.released
+
+
+def test_a_pause_that_meets_an_absent_api_server_waits_with_the_release():
+    lease = Lease()
+
+    def away(kube, view):
+        raise ApiError("connection refused", unreachable=True)
+    with pytest.raises(ApiError):
+        warden.release(None, lease, dict(holder="run-1", pid=7), away)
+    assert lease.released is None
+    with pytest.raises(NotLockHolder):
+        warden.release(None, Lease(holder="another"), dict(holder="run-1", pid=7), away)
