@@ -340,6 +340,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+pools_reset:
+  description:
+    - With O(keep_pools=false), what the upgrade sets back on the live GPU pools of the chart's
+      TensorFusionCluster (the chart's rendering replaces them), per pool entry, field by field
+      (C(field), C(from), C(to); a Pod template only named, C(hidden)). Each pool is also a warning.
+  returned: when O(keep_pools=false) and the release is upgraded
+  type: list
+  elements: dict
+  sample:
+    - cluster: tensor-fusion
+      pool: shared
+      changes: [{field: batchPercentage, from: 50, to: 20}, {field: batchInterval, from: 3s, to: 1s}]
 api_server:
   description: The API server helm talked to.
   returned: always

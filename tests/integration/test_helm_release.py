@@ -114,6 +114,7 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     run, res = release(lab, helm, chart_version=V1, **cn)
     assert run.rc == 0, res
     assert res["changed"] is True and res["status"] == "deployed"
+    set_back = [res]
     assert res["helm_version"].startswith(helm_major(helm))
     values = user_values(helm, lab)
     assert values["controller"]["image"]["repository"].startswith("registry.cn-hangzhou.aliyuncs.com/")
@@ -131,6 +132,13 @@ def test_upgrade_idempotence_check_mode_and_rollback_to_snapshot(
     assert res["revision_after"] == res["revision_before"] + 1
     assert ("--atomic" if helm_major(helm) == "3" else "--rollback-on-failure") in res["command"]
     upgraded = res["revision_after"]
+    # The upgrade that set the hand-made pool back says so, field by field (#45 item 5).
+    set_back.append(res)
+    resets = [c for r in set_back for reset in r.get("pools_reset") or [] if reset["pool"] == "shared"
+              for c in reset["changes"] if c["field"] == "hypervisor.image" and c["from"] == hand_image]
+    assert resets and resets[0]["to"] != hand_image, [r.get("pools_reset") for r in set_back]
+    assert [w for r in set_back for w in r.get("warnings") or [] if "keep_pools is off: the chart sets pool shared" in w
+            and "hypervisor.image %s -> " % hand_image in w], [r.get("warnings") for r in set_back]
 
     # Again: nothing to do.
     run, res = release(lab, helm, chart_version=V2, **cn)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.values import describe_changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import redact
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import signing
@@ -355,6 +356,8 @@ class ReleaseTask(Run):
             self.result["plan_identity"] = identity
             check_plan_identity(identity, plan)  # before any write of the chart step
         held = self._chart_pool_changes(current, desired)
+        if reasons and not self.keeper.enabled:  # an upgrade that applies the chart's pools as rendered
+            self._chart_resets(desired["manifest"], (current or {}).get("manifest"))
         self.result.update(changed=self.result["changed"] or bool(reasons), reasons=reasons,
                            chart=desired["chart"], chart_version=desired["chart_version"],
                            app_version=desired["app_version"])
@@ -407,6 +410,16 @@ class ReleaseTask(Run):
                 "components.<component>.pod_template (tfops_pools) to roll it in the window"
                 % (pool, " and ".join(components)))
         return held
+
+    def _chart_resets(self, manifest, previous):
+        """keep_pools off: what the chart sets back on the live pools (``pools_reset``), each pool
+        in a warning (the report carries it), field by field, from and to."""
+        resets = pool_keeper.chart_resets(pool_keeper.live_clusters(self.kube), manifest or "", previous)
+        self.result["pools_reset"] = resets
+        for item in resets:
+            self.warnings.append("keep_pools is off: the chart %s pool %s of TensorFusionCluster %s back to "
+                                 "its rendering: %s" % ("would set" if self.check_mode else "sets", item["pool"],
+                                                        item["cluster"], describe_changes(item["changes"])))
 
     def _providers_held(self, manifest):
         """The pools a ProviderConfig change in ``manifest`` would start rolling at once."""

@@ -213,6 +213,35 @@ def documents(manifest):
         return []
 
 
+def chart_resets(live_clusters, manifest, previous=None):
+    """What a rendering applied without the live pools (keep_pools off) sets back on them:
+    [{cluster, pool, changes: [{field, from, to} or {field, hidden}]}] for each pool entry that
+    both the rendering and the live cluster (``live_clusters``: {name: TensorFusionCluster}, as
+    live_clusters() reads them) have, when they differ. Helm patches a custom resource with the
+    difference between the ``previous`` rendering and the new one: when the rendered pools are the
+    same, it sets nothing back. Pure; Pod templates are named, never shown."""
+    rendered_before = dict((chart_pools.object_name(d), (d.get("spec") or {}).get("gpuPools"))
+                           for d in documents(previous) if chart_pools.is_cluster(d))
+    out = []
+    for doc in documents(manifest):
+        if not chart_pools.is_cluster(doc):
+            continue
+        name = chart_pools.object_name(doc)
+        live = live_clusters.get(name)
+        if not live or rendered_before.get(name, object()) == (doc.get("spec") or {}).get("gpuPools"):
+            continue
+        live_entries = dict((e.get("name"), e) for e in (live.get("spec") or {}).get("gpuPools") or [])
+        for entry in (doc.get("spec") or {}).get("gpuPools") or []:
+            before = live_entries.get(entry.get("name"))
+            if before is None:
+                continue
+            changes = rollout.field_changes(rollout.pool_view(before.get("specTemplate") or {}),
+                                            rollout.pool_view(entry.get("specTemplate") or {}))
+            if changes:
+                out.append({"cluster": name, "pool": entry.get("name"), "changes": changes})
+    return out
+
+
 def hold(kube, held):
     """Pause the hypervisor campaigns of ``held`` [(cluster, entry)] before the chart step, the
     way a deadline pauses them (autoUpdateHypervisor false, the pause marker on the cluster): the

@@ -129,3 +129,28 @@ def test_documents_are_the_mappings_of_a_manifest():
     assert docs[1] == yaml.safe_load(yaml.safe_dump(provider("nvidia")))
     assert pk.documents("") == [] and pk.documents(None) == []
     assert pk.documents("a: [unclosed") == []
+
+
+def test_what_a_chart_applied_without_the_live_pools_sets_back():
+    """#45 item 5: keep_pools off, a hand-set batchPercentage 50 -> the chart's 20 was reported nowhere."""
+    import yaml as _yaml
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.values import describe_changes
+
+    def cluster(batch, interval, image, env="a"):
+        return {"apiVersion": "tensor-fusion.ai/v1", "kind": "TensorFusionCluster", "metadata": {"name": "tf"},
+                "spec": {"gpuPools": [{"name": "shared", "specTemplate": {
+                    "componentConfig": {"hypervisor": {"image": image, "podTemplate": {"template": {"spec": {
+                        "containers": [{"name": "h", "env": [{"name": "TOKEN", "value": env}]}]}}}}},
+                    "nodeManagerConfig": {"nodePoolRollingUpdatePolicy": {"batchPercentage": batch, "batchInterval": interval}}}}]}}
+    live = cluster(50, "3s", "hv:1", env="s3cr3t")
+    manifest = _yaml.safe_dump(cluster(20, "1s", "hv:1"))
+    reset, = pk.chart_resets({"tf": live}, manifest)
+    assert (reset["cluster"], reset["pool"]) == ("tf", "shared")
+    text = describe_changes(reset["changes"])
+    assert "batchPercentage 50 -> 20" in text and "batchInterval 3s -> 1s" in text
+    assert "hypervisor.podTemplate changed" in text and "s3cr3t" not in repr(reset)
+    assert pk.chart_resets({"tf": cluster(20, "1s", "hv:1")}, manifest) == []
+    assert pk.chart_resets({"tf": None}, manifest) == []
+    # Helm patches with the difference of the two renderings: the same pools rendered set nothing back
+    assert pk.chart_resets({"tf": live}, manifest, previous=manifest) == []
+    assert pk.chart_resets({"tf": live}, manifest, previous=_yaml.safe_dump(cluster(20, "1s", "hv:0")))
