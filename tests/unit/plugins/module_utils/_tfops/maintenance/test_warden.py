@@ -167,10 +167,14 @@ class Lease:
         self.released = me
 
 
+def no_such_pool(kube, view):
+    raise InvalidInput("TensorFusionCluster tf has no pool 'x'")
+
+
 @pytest.mark.parametrize("before, says", [
     (lambda kube, view: ["hypervisor of GPUPool tf-shared at 40%"], "first paused the rollout of hypervisor of GPUPool tf-shared at 40%"),
     (lambda kube, view: [], "released by its warden"),
-    (lambda kube, view: (_ for _ in ()).throw(InvalidInput("TensorFusionCluster tf has no pool 'x'")),
+    (no_such_pool,
      "could not pause the run's rollouts (TensorFusionCluster tf has no pool 'x'): look at the pools"),
     (lambda kube, view: {}["boom"], "could not pause the run's rollouts (KeyError: 'boom')"),
 ])
