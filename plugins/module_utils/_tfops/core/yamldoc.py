@@ -7,6 +7,12 @@ a run parses several. The same safe schema either way."""
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+
+# A YAML input file on the controller larger than this is none of the files this collection reads
+# (a chart's own values.yaml, a kubeconfig: tens of kB).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
 try:
     import yaml
     HAS_YAML = True
@@ -29,3 +35,28 @@ def load_all(text):
 
 def dump(doc, **options):
     return yaml.dump(doc, Dumper=_DUMPER, **options)
+
+
+def load_file(path, what="file"):
+    """The YAML document in the controller's file ``path`` (``~`` expanded), read at most
+    MAX_FILE_BYTES of it. A file that is missing, unreadable, too large or not YAML is an
+    InvalidInput that says so and where the YAML breaks (line, column), never its content (it
+    may be any file a survey answer names, /etc/shadow)."""
+    import os
+
+    full = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(full):
+        raise InvalidInput("%s is not a file on the controller" % path)
+    try:
+        with open(full, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InvalidInput("%s cannot be read: %s" % (path, exc.strerror))
+    if len(raw) > MAX_FILE_BYTES:
+        raise InvalidInput("%s is over %d bytes: not a %s" % (path, MAX_FILE_BYTES, what))
+    try:
+        return load(raw)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InvalidInput("%s is not YAML%s (its content is not shown)" % (
+            path, " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""))

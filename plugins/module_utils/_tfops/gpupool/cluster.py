@@ -136,7 +136,8 @@ class PoolObserver:
         self.pools = kube.resource("GPUPool", group=TF_GROUP)
         self.nodes = kube.resource("GPUNode", group=TF_GROUP)
         self.pods = kube.resource("Pod", api_version="v1")
-        self.k8s_nodes = None  # Kubernetes Nodes, read once needed (node_not_ready)
+        self.k8s_nodes = None  # Kubernetes Nodes' API, made once needed (nodes_not_ready)
+        self.nodes_readable = True  # until the API server refuses to show them
         self.notes = []  # what the observer could not see, said once (the task's warnings)
 
     def read_pool(self):
@@ -160,10 +161,9 @@ class PoolObserver:
         (a batch's nodes while they roll) whose Ready condition is not True: a node that went
         NotReady holds its batch forever. One GET per such node (at most ``limit``); without the
         right to read Nodes, nothing (said once in ``notes``)."""
-        if self.k8s_nodes is False:
+        if not self.nodes_readable:
             return {}
-        if self.k8s_nodes is None:
-            self.k8s_nodes = self.kube.resource("Node", api_version="v1")
+        self.k8s_nodes = self.k8s_nodes or self.kube.resource("Node", api_version="v1")
         out = {}
         pending = sorted(n["metadata"]["name"] for n in self.gpunodes(cached=True)
                          if (n.get("status") or {}).get("phase") != "Running")
@@ -171,7 +171,7 @@ class PoolObserver:
             try:
                 node = self.kube.call("get", "nodes/%s" % name, self.k8s_nodes.get, name=name).to_dict()
             except Forbidden as exc:
-                self.k8s_nodes = False
+                self.nodes_readable = False
                 self.notes.append("the rollout's nodes' readiness is not watched (%s): a node that goes "
                                   "NotReady is found only at the stall timeout" % exc.msg)
                 return {}

@@ -8,10 +8,10 @@ change run again resumes them (the cluster's pause marker says whose pause it is
 
 from __future__ import annotations
 
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
     ClusterEditor,
+    PoolObserver,
     pause_transform,
 )
 
@@ -39,9 +39,7 @@ def stop_rollouts(kube, lease_view):
         editor = ClusterEditor(kube, item["cluster"])
         tfc = editor.read()
         gpupool = rollout.gpupool_name(tfc, rollout.find_pool_index(tfc, item["pool"]))
-        pools = kube.resource("GPUPool", group=TF_GROUP)
-        running = under_way(kube.call("get", "gpupools/%s" % gpupool, pools.get, name=gpupool).to_dict(),
-                            item["components"])
+        running = under_way(PoolObserver(kube, gpupool).read_pool(), item["components"])
         if running:
             editor.update(pause_transform(item["pool"], [comp for comp, _progress in running]))
             paused.extend("%s of GPUPool %s at %d%%" % (comp, gpupool, progress) for comp, progress in running)

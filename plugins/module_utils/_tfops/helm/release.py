@@ -36,8 +36,6 @@ def check_repo_url(url, option="chart_repo_url"):
                            "repository URL)" % (option, url))
 
 
-# A values file larger than this is no values file (a chart's own values.yaml is tens of kB).
-MAX_VALUES_BYTES = 4 * 1024 * 1024
 CHART_ARCHIVES = (".tgz", ".tar.gz")
 
 
@@ -48,22 +46,10 @@ def check_values_file(path, option="values_files"):
     YAML is broken. A URL is helm's to fetch."""
     if "://" in path:
         return
-    full = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isfile(full):
-        raise InvalidInput("%s: %s is not a file on the controller" % (option, path))
     try:
-        with open(full, "rb") as handle:
-            raw = handle.read(MAX_VALUES_BYTES + 1)
-    except OSError as exc:
-        raise InvalidInput("%s: %s cannot be read: %s" % (option, path, exc.strerror))
-    if len(raw) > MAX_VALUES_BYTES:
-        raise InvalidInput("%s: %s is over %d bytes: not a values file" % (option, path, MAX_VALUES_BYTES))
-    try:
-        doc = yamldoc.load(raw)
-    except yamldoc.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InvalidInput("%s: %s is not YAML%s (its content is not shown)" % (
-            option, path, " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""))
+        doc = yamldoc.load_file(path, "values file")
+    except InvalidInput as exc:
+        raise InvalidInput("%s: %s" % (option, exc.msg))
     if doc is not None and not isinstance(doc, dict):
         raise InvalidInput("%s: %s is not a mapping of Helm values but a YAML %s (its content is not "
                            "shown)" % (option, path, type(doc).__name__))

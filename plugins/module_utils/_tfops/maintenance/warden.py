@@ -250,7 +250,7 @@ def release(kube, lease, settings, before=None):
     try:
         paused = before(kube, view) if before is not None else []
     except TfopsError as exc:
-        if exc.details.get("unreachable") or getattr(exc, "status", None) in retry.READ_STATUSES:
+        if retry.retriable("get", getattr(exc, "status", None), unreachable=bool(exc.details.get("unreachable"))):
             raise  # the API server is away or overloaded: the release waits for it too
         failed = exc.msg
     except Exception as exc:  # pylint: disable=broad-except  # a fault there must not keep the lock held

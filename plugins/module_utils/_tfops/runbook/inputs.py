@@ -201,8 +201,9 @@ def url_or_file(value, name):
 def values_file(value, name):
     """A Helm values file: a URL, or a file that parses as a YAML mapping (helm/release.py's
     check, which helm_release makes again)."""
-    url_or_file(value, name)
-    helm_release.check_values_file(value, name)
+    if isinstance(value, str) and "://" in value:
+        return url_or_file(value, name)
+    helm_release.check_values_file(text(value, name), name)
     return value
 
 
@@ -233,19 +234,11 @@ def kubeconfig(value, name):
     if isinstance(value, dict):
         named_auth(auth.check_inline_kubeconfig, value, True, name)
         return value
-    for part in text(value, name).split(os.pathsep):
-        path = os.path.expanduser(part)
-        if part and not os.path.isfile(path):
-            raise InvalidInput("%s: %s is not a file on the controller" % (name, part))
-        if part:
-            try:
-                with open(path, "rb") as handle:
-                    doc = yamldoc.load(handle.read(4 * 1024 * 1024))
-            except (OSError, yamldoc.YAMLError):
-                doc = None
-            if not isinstance(doc, dict):
-                raise InvalidInput("%s: %s is not a kubeconfig (a YAML mapping; its content is not shown)" % (name, part))
-            named_auth(auth.check_inline_kubeconfig, doc, True, "%s: %s" % (name, part))
+    for part in filter(None, text(value, name).split(os.pathsep)):
+        doc = named(name, yamldoc.load_file, part, "kubeconfig")
+        if not isinstance(doc, dict):
+            raise InvalidInput("%s: %s is not a kubeconfig (a YAML mapping; its content is not shown)" % (name, part))
+        named_auth(auth.check_inline_kubeconfig, doc, True, "%s: %s" % (name, part))
     return value
 
 

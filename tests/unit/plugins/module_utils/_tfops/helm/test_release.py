@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import cli as helmcli
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import release
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
 
 from .test_cli import H4  # helpers shared with that file
@@ -146,7 +147,7 @@ def test_a_values_file_is_a_yaml_mapping_and_its_content_is_never_shown(tmp_path
     with pytest.raises(InvalidInput, match="is not a file on the controller"):
         release.check_values_file(str(tmp_path))
     big = tmp_path / "big.yaml"
-    big.write_bytes(b"a: " + b"x" * (release.MAX_VALUES_BYTES + 1))
+    big.write_bytes(b"a: " + b"x" * (yamldoc.MAX_FILE_BYTES + 1))
     with pytest.raises(InvalidInput, match="not a values file"):
         release.check_values_file(str(big))
 
