@@ -2,6 +2,10 @@
 
 kopf does the list+watch of every kind the double needs and feeds a cache (store.py); worker
 threads run the reconcilers (controllers.py) from a delayed work queue, as controller-runtime does.
+As controller-runtime waits for its informers' caches to sync, the double reconciles nothing until
+every kind's first listing is in its cache (kopf's indexing, which holds every handler back until
+each kind is listed, fills it): a pool reconciled with half of its GPUNodes listed would count the
+rest as absent and call its campaign done.
 It lives in one namespace, the release's (``--namespace``, else env ``OPERATOR_NAMESPACE``, else
 ``tensor-fusion-sys``), as upstream: its hypervisor Pods go there. It acts only while a Pod of the
 chart's controller Deployment (label ``tensor-fusion.ai/component=operator`` in that namespace)
@@ -11,6 +15,7 @@ hypervisor hash) and its ``TF_ISOLATION_MODE_POLICY`` as its isolation policy.
 Fault knobs: ConfigMap ``<namespace>/tfops-lab-operator``, read live (see ``Knobs``).
 """
 import argparse
+import copy
 import logging
 import os
 import re
@@ -112,6 +117,7 @@ class Operator:
         self.ctl = c.Controllers(self.store, self.api, self.queue, self.knobs, gpus_per_node,
                                  namespace)
         self.active = False
+        self.listed = False  # every kind's first listing is in the store (see prime)
         self.workers = workers
         self.handlers = {"tfc": self.ctl.reconcile_tfc, "pool": self.ctl.reconcile_pool,
                          "gpunode": self.ctl.reconcile_gpunode, "node": self.ctl.reconcile_node,
@@ -119,10 +125,27 @@ class Operator:
                          "tfpod": self.ctl.reconcile_tfpod}
 
     # ---------------------------------------------------------------- events -> cache + queue
+    def prime(self, kind, obj):
+        """kopf's indexing of a listed object, before any event handler runs: into the store
+        (knobs applied), nothing queued. The first event handler call ends the priming; the
+        activation that follows queues everything the store holds."""
+        if self.listed or not obj.get("metadata"):
+            return
+        if kind == "configmap":
+            if obj["metadata"].get("name") == KNOBS_NAME and obj["metadata"].get("namespace") == self.ns:
+                self.knobs.update(obj.get("data"))
+            return
+        if kind == "pod" and not self._interesting_pod(obj):
+            return
+        self.store.put(kind, key_of(obj), obj)
+
     def on_event(self, kind, event):
         obj = event.get("object") or {}
         if not obj.get("metadata"):
             return
+        if not self.listed:
+            self.listed = True
+            log.info("caches synced: every kind listed")
         if kind == "pod" and not self._interesting_pod(obj):
             return
         if kind == "configmap":
@@ -229,7 +252,7 @@ class Operator:
         while True:
             key = self.queue.get()
             try:
-                if not self.active:
+                if not self.active or not self.listed:
                     continue  # dropped; everything is enqueued again on activation
                 again = self.handlers[key[0]](key[1])
                 if again is not None:
@@ -262,6 +285,10 @@ def _register():
         async def handler(event, _kind=kind, **_):
             OP.on_event(_kind, event)
         kopf.on.event(group, version, plural, id=f"cache-{kind}")(handler)
+
+        def prime(body, _kind=kind, **_):
+            OP.prime(_kind, copy.deepcopy(dict(body)))
+        kopf.index(group, version, plural, id=f"list-{kind}")(prime)
 
     @kopf.on.startup()
     def configure(settings: kopf.OperatorSettings, **_):

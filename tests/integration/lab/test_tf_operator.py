@@ -2,6 +2,7 @@
 the rough edges (Pending blocks forever, autoUpdate false freezes, maintenance fields ignored),
 pausing with the controller Deployment, stopping the double mid-rollout, and the fault knobs."""
 import time
+from pathlib import Path
 
 import pytest
 
@@ -203,8 +204,19 @@ def test_double_stopped_mid_rollout_resumes_after_restart(tfx, tf_lab):
         frozen = tfx.cs()
         time.sleep(6)
         assert tfx.cs() == frozen
+        log = Path(tf_lab["state_dir"]) / "logs" / "tf-operator.log"
+        before = log.stat().st_size
         tf.start_operator(tf_lab)
         tfx.wait_synced(differs_from=old, timeout=60)
+        # Synced means every node runs the new image: a restarted double reconciles nothing
+        # before every kind is listed (a pool seen with part of its GPUNodes was called done).
+        assert {p.spec.containers[0].image for p in tfx.hv_pods().values()} == {f"{HV}:restart-test"}
+        with open(log, encoding="utf-8") as handle:
+            handle.seek(before)
+            lines = [line for line in handle if " INFO tf-operator " in line]
+        first_reconcile = next(i for i, line in enumerate(lines) if line.split(" tf-operator ", 1)[1].startswith(
+            ("pool ", "gpunode ")))
+        assert any("caches synced" in line for line in lines[:first_reconcile]), lines[:first_reconcile + 1]
     finally:
         tfx.knobs(batchGapFloorSeconds=None)
 
