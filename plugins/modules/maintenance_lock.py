@@ -119,6 +119,53 @@ options:
         it fails before anything is written.
     type: bool
     default: false
+  report:
+    description:
+      - Where this run's report goes (as M(tensorfusion.ops.run_report) stores it), kept in the
+        Lease's C(tensorfusion.ops/record) annotation while the run holds the lock. A run that
+        ends without releasing the lock gets a record of status C(interrupted) there in its stead
+        (who held the lock and since when, the rollouts it was waiting for and where they stand,
+        what was paused, the Helm release's newest revision), written by its warden (O(heartbeat))
+        after the pause, or, when the warden died with the run, by the run that takes the lock
+        over. A report the run wrote itself is never replaced. Best effort; the Lease's
+        C(tensorfusion.ops/released-why) and the taking run's warning name the record or say why
+        it could not be written.
+      - The runbooks set it.
+    type: dict
+    suboptions:
+      namespace:
+        description: The namespace of the report ConfigMaps (the release's).
+        type: str
+        required: true
+      release:
+        description: The Helm release whose newest revision the record shows.
+        type: str
+      playbook:
+        description: The runbook's name (the report's label).
+        type: str
+        required: true
+      inventory_host:
+        description: The inventory host of the run.
+        type: str
+        required: true
+      started:
+        description: When the run started (ISO 8601), as its report says.
+        type: str
+        required: true
+      keep:
+        description: How many reports of the runbook are kept (older ones are deleted).
+        type: int
+        default: 10
+      store:
+        description:
+          - Where the record goes, as the run's report would - V(cluster) (a ConfigMap in
+            O(report.namespace)), V(local) (O(report.dest), by the warden only) or V(both).
+        type: str
+        choices: [local, cluster, both]
+        default: both
+      dest:
+        description: A local folder where the warden also writes the record (the run's own report folder).
+        type: path
 extends_documentation_fragment:
   - tensorfusion.ops.attributes
   - tensorfusion.ops.auth
@@ -249,6 +296,14 @@ previous:
   description: The lock as it was before this task (same keys as RV(lease)); null when no Lease existed.
   returned: success
   type: dict
+previous_record:
+  description:
+    - When this task took the lock over from a run that did not finish and whose warden did not
+      release it, where it wrote that run's record (a C(configmap://namespace/name) reference);
+      null when it could not (a warning says why).
+  returned: when the lock was taken over from a holder whose Lease named its report
+  type: str
+  sample: configmap://tensor-fusion-sys/tfops-report-upgrade-prod-20261207t020000z-k3x9q0m2a7bc
 warden:
   description:
     - The lock's warden started by this task (O(heartbeat)); absent when none was started (a
@@ -295,7 +350,13 @@ def main():
              ttl=dict(type="int", default=1800),
              force=dict(type="bool", default=False),
              retry_timeout=dict(type="int", default=0),
-             heartbeat=dict(type="bool", default=False)),
+             heartbeat=dict(type="bool", default=False),
+             report=dict(type="dict", options=dict(
+                 namespace=dict(type="str", required=True), release=dict(type="str"),
+                 playbook=dict(type="str", required=True), inventory_host=dict(type="str", required=True),
+                 started=dict(type="str", required=True), keep=dict(type="int", default=10),
+                 store=dict(type="str", choices=["local", "cluster", "both"], default="both"),
+                 dest=dict(type="path")))),
         supports_check_mode=True)
     tfmodule.run(module, backend.run)
 

@@ -672,6 +672,18 @@ def warden_of(pid):
     return None
 
 
+def interrupted_record(api_client, text):
+    """The report.json of the record a message names (``its record: configmap://ns/name``): a run
+    that did not finish, with no Secret value in any of its forms."""
+    namespace, name = re.search(r"its record: configmap://([^/\s]+)/([^\s;,]+)", text).groups()
+    data = client.CoreV1Api(api_client).read_namespaced_config_map(name, namespace).data
+    assert set(data) == {"report.json", "report.md", "report.html"}
+    assert "did not finish" in data["report.md"] and "did not finish" in data["report.html"]
+    record = json.loads(data["report.json"])
+    assert record["status"] == "interrupted" and record["failed"], record
+    return record
+
+
 def interrupt_mid_pools(api_client, extra, image, how):
     """Start the upgrade ``extra`` (its pool rolling to ``image``, slowly) and end its
     ansible-playbook with ``how`` once the campaign is under way; ``how`` "container": kill -9
@@ -708,6 +720,13 @@ def test_a_run_stopped_mid_pools_pauses_its_rollout_and_the_rerun_resumes_it(rb,
         why = lease.metadata.annotations["tensorfusion.ops/released-why"]
         assert "first paused the rollout of hypervisor of GPUPool %s at " % POOL in why, why
         assert "tensorfusion.ops/rolling" not in lease.metadata.annotations
+        # The run's record, where its report would have gone: in the cluster and in its folder.
+        record = interrupted_record(api_client, why)
+        assert record["interrupted"]["recorded_by"] == "its lock's warden"
+        assert record["pools"][0]["paused"] == ["hypervisor"] and record["error"]["step"] == "pools"
+        assert record["interrupted"]["release"]["status"] == "deployed"
+        local = list(Path(extra["tfops_artifacts_dir"]).glob("upgrade-localhost-*-%s/report.json" % record["run_id"]))
+        assert local and json.loads(local[0].read_text())["status"] == "interrupted", local
         template = pool_template(tfc(api_client))
         assert template["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]["autoUpdateHypervisor"] is False
         assert "hypervisor" in (tfc(api_client)["metadata"]["annotations"]["ops.tensor-fusion.ai/paused"]), \
@@ -720,7 +739,7 @@ def test_a_run_stopped_mid_pools_pauses_its_rollout_and_the_rerun_resumes_it(rb,
     assert rerun.rc == 0, rerun.stdout[-4000:]
     rec = report_of(rerun)["record"]
     assert [w for w in rec["warnings"] if w["step"] == "lock" and "did not finish" in w["msg"]
-            and "first paused the rollout" in w["msg"]], rec["warnings"]
+            and "first paused the rollout" in w["msg"] and "its record: configmap://" in w["msg"]], rec["warnings"]
     status = gpupool(api_client)["status"]["componentStatus"]
     assert status["hypervisorConfigSynced"] and int(status["hypervisorUpdateProgress"]) == 100, status
     template = pool_template(tfc(api_client))
@@ -749,6 +768,12 @@ def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_
     rec = report_of(rerun)["record"]
     assert [w for w in rec["warnings"] if w["step"] == "lock" and "took over the maintenance lock" in w["msg"]], \
         rec["warnings"]
+    # The killed run's record, written by the run that took its lock over: what the cluster showed.
+    said = [w["msg"] for w in rec["warnings"] if w["step"] == "lock" and "its record: configmap://" in w["msg"]]
+    assert said, rec["warnings"]
+    record = interrupted_record(api_client, said[0])
+    assert record["interrupted"]["recorded_by"].startswith("the run that took its lock over")
+    assert record["pools"][0]["paused"] == [] and record["pools"][0]["components"]["hypervisor"]["progress"] < 100
     taken = [f for f in rec["findings"]["precheck"] if f["code"] == "ROLLOUT_IN_PROGRESS"]
     assert taken and all(f["severity"] == "warning" and "what this run asks for" in f["message"] for f in taken), taken
     status = gpupool(api_client)["status"]["componentStatus"]

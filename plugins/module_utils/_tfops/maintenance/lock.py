@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import email.utils
 import getpass
+import json
 import os
 import re
 import socket
@@ -54,6 +55,11 @@ PROCESS = PREFIX + "process"
 # (set by gpupool_rollout through its fence while it waits, cleared when it returns). A warden
 # whose run was interrupted pauses those still under way before it releases the lock.
 ROLLING = PREFIX + "rolling"
+# Where the holder's run keeps its report (JSON: namespace, configmap, playbook, host, started,
+# run_id, keep, release, store): a run that ends without releasing the lock gets its record there, written by its
+# warden or by the run that takes the lock over (runbook/interrupted.py).
+RECORD = PREFIX + "record"
+RECORD_FIELDS = ("namespace", "configmap", "playbook", "host", "started", "run_id", "keep", "release", "store")
 JOB_ID_VARIABLES = ("JOB_ID", "AWX_JOB_ID", "TOWER_JOB_ID")
 MAX_ATTEMPTS = 5
 RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -186,7 +192,8 @@ def lease_view(lease, now=None):
         # Who released it last, when and why (a warden's release of an interrupted run says why).
         released_by=annotations.get(RELEASED_BY), released_at=annotations.get(RELEASED_AT),
         released_why=annotations.get(RELEASED_WHY),
-        rolling=parse_rolling(annotations.get(ROLLING)))
+        rolling=parse_rolling(annotations.get(ROLLING)),
+        record=parse_record(annotations.get(RECORD)))
     last = view["renew_time"] or view["acquire_time"]
     if view["holder"] and last is not None and view["lease_duration_seconds"]:
         view["expires"] = last + datetime.timedelta(seconds=int(view["lease_duration_seconds"]))
@@ -215,6 +222,21 @@ def parse_rolling(text):
         if cluster and pool:
             out.append({"cluster": cluster, "pool": pool, "components": [c for c in comps.split(",") if c]})
     return out
+
+
+def parse_record(text):
+    """The RECORD annotation as a dict, or None when there is none or it is not one. Pure."""
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or not all(found.get(k) for k in ("namespace", "configmap", "playbook", "started")):
+        return None
+    return dict((k, found.get(k)) for k in RECORD_FIELDS)
+
+
+def format_record(ref):
+    return json.dumps(dict((k, ref.get(k)) for k in RECORD_FIELDS), sort_keys=True, separators=(",", ":"))
 
 
 def format_rolling(items):
@@ -270,8 +292,8 @@ def interrupted_before(view):
     what it changed is what the cluster shows. None otherwise. Pure."""
     if not view.get("released_why"):
         return None
-    return ("the run before this one (%s) did not finish: %s, at %s; its report may be missing - "
-            "what it changed is what the cluster shows (this run's precheck)" % (
+    return ("the run before this one (%s) did not finish: %s, at %s; what it changed is what the "
+            "cluster shows (this run's precheck)" % (
                 view.get("released_by") or "unknown", view["released_why"], view.get("released_at") or "an unknown time"))
 
 
@@ -325,6 +347,10 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations.pop(ROLLING, None)
         elif me.get("rolling"):  # a renewal that does not say keeps what the holder rolls
             annotations[ROLLING] = format_rolling(me["rolling"])
+        if me.get("record"):
+            annotations[RECORD] = format_record(me["record"])
+        elif action != "renew":  # a renewal without it (a fence's) keeps the holder's
+            annotations.pop(RECORD, None)
         annotations.pop(RELEASED_BY, None)
         annotations.pop(RELEASED_AT, None)
         annotations.pop(RELEASED_WHY, None)
@@ -335,6 +361,7 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations.pop(PREFIX + key, None)
         annotations.pop(PROCESS, None)
         annotations.pop(ROLLING, None)
+        annotations.pop(RECORD, None)
         annotations[RELEASED_BY] = me["holder"]
         annotations[RELEASED_AT] = stamp
         if me.get("why"):

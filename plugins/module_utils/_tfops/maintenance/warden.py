@@ -17,7 +17,8 @@ job torn down) leaves a Lease that nobody renews: any host takes it over once it
 
 The warden's own session (not the terminal's process group, which a Ctrl-C reaches) and its
 settings on its standard input (the connection's credentials never in its command line or a
-file); it writes nothing but the Lease and, for an interrupted run, the pause of its rollouts.
+file); it writes nothing but the Lease and, for an interrupted run, the pause of its rollouts and
+the run's record (its report ConfigMap, and a local copy).
 ``Starting`` is used by the lock module; ``main`` runs in the warden."""
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def collections_root(module_file=__file__):
     return os.path.dirname(path)
 
 
-def gone_reason(pid, paused=(), pause_failed=None):
+def gone_reason(pid, paused=(), pause_failed=None, record=None, record_failed=None):
     """What the Lease says when the warden releases it for its run; ``paused``: the rollouts it
-    paused first; ``pause_failed``: why it could not pause them. Pure."""
+    paused first; ``pause_failed``: why it could not pause them; ``record``: where it wrote the
+    run's record, or ``record_failed``: why it could not. Pure."""
     if pause_failed:
         then = ", which could not pause the run's rollouts (%s): look at the pools" % pause_failed
     elif paused:
@@ -67,6 +69,10 @@ def gone_reason(pid, paused=(), pause_failed=None):
                "resumes it)" % ", ".join(paused)
     else:
         then = ""
+    if record:
+        then += "; its record: %s" % record
+    elif record_failed:
+        then += "; its record could not be written (%s)" % record_failed
     return ("the run's ansible-playbook (pid %d) ended without releasing the lock (interrupted, "
             "cancelled or killed): released by its warden%s" % (pid, then))
 
@@ -80,11 +86,14 @@ class Starting:
     whose module died before a word (a killed worker) watches whatever the Lease says."""
 
     def __init__(self, auth, namespace, name, holder, process, ttl, python=None, timeout=START_SECONDS,
-                 before_release=None):
+                 before_release=None, record=None, report_dest=None):
         # before_release: "module:function" the warden calls with (kube, the Lease's view) before it
         # releases an interrupted run's lock; it returns what it did, for the Lease's reason.
+        # record: "module:function" called next with (kube, view, paused, pause_failed, dest) to
+        # write the run's record (its report_dest: a local folder too); returns (reference, failure).
         self.settings = dict(auth=auth, namespace=namespace, name=name, holder=holder, ttl=ttl,
-                             pid=process["pid"], started=process["started"], before_release=before_release)
+                             pid=process["pid"], started=process["started"], before_release=before_release,
+                             record=record, report_dest=report_dest)
         self.python, self.timeout = python or sys.executable, timeout
         self.proc = None
         self.pid = None
@@ -239,10 +248,10 @@ def hook(spec):
     return getattr(importlib.import_module(module), function)
 
 
-def release(kube, lease, settings, before=None):
+def release(kube, lease, settings, before=None, record=None):
     """Release the lock of a run that is gone, once ``before(kube, view)`` has done its part (the
-    pause of the rollouts the run waited for). Tried again after an outage: ``before`` is too,
-    and must be idempotent."""
+    pause of the rollouts the run waited for) and ``record`` has written the run's record. Tried
+    again after an outage: ``before`` is too, and must be idempotent."""
     view = locks.lease_view(lease.read())
     if view is None or view["holder"] != settings["holder"]:
         raise NotLockHolder("the lock is no longer the run's")
@@ -255,7 +264,13 @@ def release(kube, lease, settings, before=None):
         failed = exc.msg
     except Exception as exc:  # pylint: disable=broad-except  # a fault there must not keep the lock held
         failed = "%s: %s" % (type(exc).__name__, exc)
-    lease.release(dict(holder=settings["holder"], why=gone_reason(settings["pid"], paused, failed)))
+    written, unwritten = None, None
+    if record is not None:
+        try:
+            written, unwritten = record(kube, view, paused, failed, settings.get("report_dest"))
+        except Exception as exc:  # pylint: disable=broad-except  # nor may a fault of the record's
+            unwritten = "%s: %s" % (type(exc).__name__, exc)
+    lease.release(dict(holder=settings["holder"], why=gone_reason(settings["pid"], paused, failed, written, unwritten)))
 
 
 def main():
@@ -267,6 +282,7 @@ def main():
         pinned = pin_files(kube.api_client)
         lease = locks.LeaseLock(kube, settings["namespace"], settings["name"])
         before = hook(settings.get("before_release"))
+        record = hook(settings.get("record"))
         lease.read()  # the first request: every path the warden takes is imported now
         fence = Fence(kube, settings["namespace"], settings["name"], settings["holder"],
                       chain=[(settings["pid"], None, settings["started"])])
@@ -284,7 +300,7 @@ def main():
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     if word != "stop":
-        watch(fence, lambda: release(kube, lease, settings, before), ttl=settings["ttl"])
+        watch(fence, lambda: release(kube, lease, settings, before, record), ttl=settings["ttl"])
     kube.close()
     for handle in pinned:
         handle.close()

@@ -12,6 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.changeplan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret.plan import what_changed
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report.interrupted import what_happened as interrupted_text
 
 # Steps that only read, or keep the books of the run: their "changed" is not a change of TensorFusion.
 BOOKKEEPING = frozenset(["preflight", "lock", "window", "precheck", "snapshot", "verify",
@@ -20,10 +21,11 @@ MAX_WARNINGS = 50
 # Business workloads named per pool (the record is stored in a ConfigMap too): the rest counted.
 MAX_BUSINESS_CHANGES = 50
 NOT_RELEASED_YET = "not released yet"  # the report written before the lock's release
-STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed") + \
+# interrupted: a run that ended without finishing, recorded in its stead (report/interrupted.py).
+STATUSES = ("succeeded", "unchanged", "rolled_back", "rollback_failed", "resumable", "failed", "interrupted") + \
     plan_report.PLAN_STATUSES
 # A blocked plan fails its job too: a workflow's approval node never shows a plan that cannot run.
-FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed", "blocked"])
+FAILING = frozenset(["rolled_back", "rollback_failed", "resumable", "failed", "blocked", "interrupted"])
 
 
 def _as_list(result):
@@ -468,6 +470,8 @@ def summary_line(record):
         return "check mode, nothing written - plan of %s on %s: %s" % (
             record["playbook"], record["host"], plan_report.summary(record))
     text = {"succeeded": "changed and verified", "unchanged": "nothing changed",
+            "interrupted": "did not finish (interrupted, cancelled or killed): %s" % (
+                interrupted_text(record["interrupted"]) if record.get("interrupted") else "see the error"),
             "rolled_back": "failed, rolled back to the snapshot and verified",
             "rollback_failed": "the rollback failed: see the error and the steps",
             "resumable": ("the business changes gate paused pools %s: business workloads changed their Pod "

@@ -148,7 +148,22 @@ def _versions_rows(record):
 CSS = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1em}"
        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}"
        ".succeeded,.unchanged,.planned{color:#17692c}"
-       ".failed,.rolled_back,.rollback_failed,.resumable,.blocked{color:#a61b1b}")
+       ".failed,.rolled_back,.rollback_failed,.resumable,.blocked,.interrupted{color:#a61b1b}")
+
+
+def interrupted_rows(interrupted):
+    """[what, value] of a run that did not finish, as its record's writer saw it."""
+    release = interrupted.get("release") or {}
+    return [[label, value] for label, value in (
+        ("recorded by", interrupted.get("recorded_by")), ("why", interrupted.get("why")),
+        ("lock holder", interrupted.get("holder")), ("machine", interrupted.get("machine")),
+        ("AWX job", interrupted.get("job_id")), ("lock taken", interrupted.get("lock_taken")),
+        ("last renewed", interrupted.get("last_renewed")),
+        ("waiting for", "; ".join(interrupted.get("rolling") or []) or None),
+        ("paused", "; ".join(interrupted.get("paused") or []) or None),
+        ("pause failed", interrupted.get("pause_failed")),
+        ("Helm release", "%s revision %s, %s" % (release.get("name"), release.get("revision"), release.get("status"))
+         if release else None)) if value]
 
 
 def plan_rows(plan):
@@ -244,6 +259,8 @@ def render_html(record):
     out.append('<p class="%s"><b>%s</b>: %s</p>' % (escape(status), escape(status), escape(summary_line(record))))
     out.append("<p>API server %s; started %s, ended %s.</p>" % (
         escape(str(record.get("api_server"))), escape(record["started"]), escape(record["ended"])))
+    if record.get("interrupted"):
+        out.append("<h2>The run did not finish</h2>" + _table(["", ""], interrupted_rows(record["interrupted"])))
     if record.get("error"):
         out.append("<p><b>Error</b> in step %s (%s): %s</p>" % tuple(
             escape(str(record["error"].get(k))) for k in ("step", "task", "msg")))
@@ -302,6 +319,8 @@ def render_html(record):
 def render_markdown(record):
     lines = ["# %s on %s: %s" % (record["playbook"], record["host"], record["status"]), "",
              summary_line(record), ""]
+    if record.get("interrupted"):
+        lines += ["- %s: %s" % (label, value) for label, value in interrupted_rows(record["interrupted"])] + [""]
     if record.get("error"):
         error = record["error"]
         lines += ["Error in step %s (%s): %s" % (error.get("step"), error.get("task"), error.get("msg")), ""]

@@ -164,9 +164,11 @@ def read_unchanged_restore_points(kube, namespace):
         label_selector=",".join(selector_terms(dict(MANAGED_BY, **{RUN_CHANGED: "false"})))))
 
 
-def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_id=None, restore_point=None):
+def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_id=None, restore_point=None,
+                     replace=True):
     """Create this run's report ConfigMap (replace it when the run wrote it before: the report
-    before the lock's release), then delete this runbook's reports beyond ``keep``."""
+    before the lock's release), then delete this runbook's reports beyond ``keep``. Without
+    ``replace`` (the record of a run that did not finish) a report the run wrote itself stays."""
     from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 
     name = configmap_name(playbook, host, started, run_id)
@@ -188,6 +190,9 @@ def store_in_cluster(kube, namespace, playbook, started, host, files, keep, run_
                                "annotations") or {}).get(RUN_STARTED),
                                ((existing.get("metadata") or {}).get("annotations") or {}).get(RUN_ID)),
                            status=409, verb="update", resource=desc)
+        if not replace:
+            return {"ref": reference(namespace, name), "namespace": namespace, "name": name, "created": False,
+                    "kept": True, "content": None, "dropped": [], "pruned": []}
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         kube.call("update", desc, configmaps.replace, body=body, namespace=namespace)
         created = False

@@ -194,3 +194,22 @@ def test_a_pause_that_meets_an_absent_api_server_waits_with_the_release():
     assert lease.released is None
     with pytest.raises(NotLockHolder):
         warden.release(None, Lease(holder="another"), dict(holder="run-1", pid=7), away)
+
+
+@pytest.mark.parametrize("record, says", [
+    (lambda kube, view, paused, failed, dest: ("configmap://ns/tfops-report-x", None), "; its record: configmap://ns/tfops-report-x"),
+    (lambda kube, view, paused, failed, dest: (None, "forbidden: create configmaps"),
+     "; its record could not be written (forbidden: create configmaps)"),
+    (lambda kube, view, paused, failed, dest: {}["boom"], "; its record could not be written (KeyError: 'boom')"),
+])
+def test_the_release_writes_the_run_s_record_after_the_pause_and_a_record_that_fails_does_not_keep_the_lock(record, says):
+    seen = []
+
+    def spy(kube, view, paused, failed, dest):
+        seen.append((paused, failed, dest))
+        return record(kube, view, paused, failed, dest)
+    lease = Lease()
+    warden.release(None, lease, dict(holder="run-1", pid=7, report_dest="/r"),
+                   lambda kube, view: ["hypervisor of GPUPool p at 40%"], spy)
+    assert seen == [(["hypervisor of GPUPool p at 40%"], None, "/r")]
+    assert lease.released["why"].endswith(says) and "first paused the rollout" in lease.released["why"]
