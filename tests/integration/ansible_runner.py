@@ -67,9 +67,11 @@ def matrix_entry(environ=None):
     return playbook, python, environ.get("TFOPS_TEST_COLLECTIONS_PATH"), extra
 
 
-def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True):
+def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=True, session=False):
     """ansible-playbook with the json callback, in the background; K8S_AUTH_* from the caller's
-    env are dropped unless the test passes them, so each test controls its auth exactly."""
+    env are dropped unless the test passes them, so each test controls its auth exactly.
+    ``session``: in a session of its own, as a terminal's job or an AWX job runs it (its process
+    group, which a Ctrl-C reaches, is then its own)."""
     base = {k: v for k, v in os.environ.items()
             if not (clean_auth_env and k.startswith("K8S_AUTH_"))}
     results = tempfile.NamedTemporaryFile(prefix="tfops-results-", suffix=".json", delete=False)
@@ -88,7 +90,8 @@ def start_playbook(playbook, extra_vars=None, env=None, args=(), clean_auth_env=
     cmd = [ansible_playbook, "-i", "localhost,", "-c", "local", target, *matrix_args, *args]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base,
+                            start_new_session=session)
     return BackgroundRun(proc, results.name)
 
 

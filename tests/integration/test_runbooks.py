@@ -748,6 +748,53 @@ def test_a_run_stopped_mid_pools_pauses_its_rollout_and_the_rerun_resumes_it(rb,
     assert lease_holder(api_client) is None
 
 
+def newest_revision(api_client):
+    """(revision, status) of the release's newest revision, from Helm's storage labels."""
+    items = client.CoreV1Api(api_client).list_namespaced_secret(NS, label_selector="owner=helm,name=%s" % RELEASE).items
+    newest = max(items, key=lambda s: int(s.metadata.labels["version"]))
+    return int(newest.metadata.labels["version"]), newest.metadata.labels["status"]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_a_run_stopped_while_helm_writes_keeps_its_lock_until_helm_is_done(rb, api_client, at_2_17_0, how):
+    """SIGTERM of ansible-playbook (an AWX job cancelled) or Ctrl-C (SIGINT to the terminal's
+    process group, helm's included) while helm upgrades the release: helm, in a session of its
+    own and named in the Lease while it writes, finishes its revision; the run's warden keeps the
+    lock until then (never a free lock beside a helm still writing), then releases it with the
+    run's record, which shows the revision deployed; a run of another holder then takes the lock
+    and finishes the upgrade (#45 item 1)."""
+    mark = uuid.uuid4().hex[:8]
+    extra = upgrade_vars(rb, "2.17.0", tfops_values={"tfopsTestMark": mark})  # a values change: a helm write
+    before, _status = newest_revision(api_client)
+    leases = client.CoordinationV1Api(api_client)
+    job = start_playbook("tensorfusion.ops.upgrade", extra, session=True)
+    try:
+        lease = wait_for(leases.list_namespaced_lease, lambda le: le.metadata.name == LEASE and "tensorfusion.ops/writing" in (
+            le.metadata.annotations or {}), timeout=300, namespace=NS, what="helm's write named in the Lease")
+        assert "helm upgrade of release %s/%s" % (NS, RELEASE) in lease.metadata.annotations["tensorfusion.ops/writing"]
+    finally:
+        if how == "SIGTERM":
+            os.kill(job.proc.pid, signal.SIGTERM)
+        else:
+            os.killpg(job.proc.pid, signal.SIGINT)
+    stopped = job.finish(timeout=120)
+    assert stopped.rc != 0
+    free = wait_for(leases.list_namespaced_lease, lambda le: le.metadata.name == LEASE and not le.spec.holder_identity,
+                    timeout=300, namespace=NS, what="the stopped run's lock released by its warden")
+    revision, status = newest_revision(api_client)
+    assert (revision, status) == (before + 1, "deployed"), "helm finished its revision before the lock went free"
+    why = free.metadata.annotations["tensorfusion.ops/released-why"]
+    record = interrupted_record(api_client, why)
+    assert record["interrupted"]["release"] == {"name": RELEASE, "revision": before + 1, "status": "deployed"}
+    rerun = run_playbook("tensorfusion.ops.upgrade", dict(extra, tfops_lock_holder="someone-else@elsewhere"), timeout=900)
+    assert rerun.rc == 0, rerun.stdout[-4000:]
+    rec = report_of(rerun)["record"]
+    assert rec["status"] in ("succeeded", "unchanged"), rec["status"]
+    assert [w for w in rec["warnings"] if w["step"] == "lock" and "did not finish" in w["msg"]], rec["warnings"]
+    assert newest_revision(api_client) == (before + 1, "deployed"), "the rerun found the values written"
+    assert lease_holder(api_client) is None
+
+
 def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_it(rb, api_client, at_2_17_0):
     """kill -9 of ansible-playbook and of its warden (an AWX job's container torn down) while its
     pool rolls: nothing paused the campaign; the rerun of the same upgrade on this host takes the

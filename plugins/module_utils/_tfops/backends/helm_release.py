@@ -273,13 +273,22 @@ class ReleaseTask(Run):
         seconds = self._seconds()
         full = args + write_args(self.params, self.helm.version, seconds)
         self.result["command"] = self.helm.shown(full)
+        # Under a runbook's lock, helm's process is named in the Lease while it writes: a run
+        # interrupted meanwhile keeps its lock until helm is done (maintenance/warden.py).
+        fence = getattr(self.kube, "fence", None)
+        what = "helm %s of release %s/%s" % (args[0], self.params["namespace"], self.params["name"])
+        if fence is not None:
+            fence.check(what)
         try:
-            return self.helm.run(full, timeout=int(seconds) + 60)
+            return self.helm.run(full, timeout=int(seconds) + 60,
+                                 started=(lambda pid: fence.writing(pid, what)) if fence is not None else None)
         finally:
             # helm writes with its own client: a revision is recorded (deployed, or failed and
             # perhaps rolled back), so the module changed something whatever happens next.
             if self.kube is not None:
                 self.kube.written = True
+            if fence is not None:
+                fence.writing(None)
 
     def _current(self):
         history = self.helm.history(self.params["name"], self.params["namespace"])

@@ -422,25 +422,38 @@ class Helm:
     def shown(self, args, kube=True):
         return masked_command(self.argv(args, kube), self.temp_dir)
 
-    def run(self, args, timeout=300, kube=True, record=True, check=True):
-        """helm's stdout; HelmError with the masked command and stderr on failure."""
+    def run(self, args, timeout=300, kube=True, record=True, check=True, started=None):
+        """helm's stdout; HelmError with the masked command and stderr on failure. ``started(pid)``
+        is called once helm runs (a write marks it in the lock, maintenance/fence.py).
+
+        helm runs in a session of its own, and a module that ends meanwhile (Ctrl-C reaches a
+        terminal's whole process group, a cancelled AWX job's pseudo-terminal hangs up) leaves it
+        running: a release write cut off halfway stays pending-upgrade, one left alone finishes
+        within its --timeout (and the run's lock warden waits for it). Only the timeout here ends it."""
         argv = self.argv(args, kube)
         if record:
             self.commands.append(masked_command(argv, self.temp_dir))
         try:
             # Not AnsibleModule.run_command: it has no timeout, and every helm call here is bounded.
-            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env(),  # pylint: disable=ansible-bad-function
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise HelmError("helm did not finish within %ds: %s" % (
-                timeout, masked_command(argv, self.temp_dir)))
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
+                                    text=True, env=self.env(), start_new_session=True)
         except OSError as exc:
             raise HelmError("cannot run %s: %s" % (self.binary, exc))
+        with proc:
+            if started is not None:
+                started(proc.pid)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise HelmError("helm did not finish within %ds: %s" % (
+                    timeout, masked_command(argv, self.temp_dir)))
         if proc.returncode and check:
-            err = (proc.stderr or proc.stdout or "").strip().replace(self.temp_dir, "<tmp>")
+            err = (err or out or "").strip().replace(self.temp_dir, "<tmp>")
             raise HelmError("helm failed (exit %d): %s" % (proc.returncode, err[-4000:]),
                             command=masked_command(argv, self.temp_dir), rc=proc.returncode)
-        return proc.stdout
+        return out
 
     def known_flags(self, command):
         """The flags this binary lists in ``helm <command> --help`` (None when it cannot tell)."""

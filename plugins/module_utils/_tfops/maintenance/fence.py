@@ -17,6 +17,7 @@ two cannot be excluded, only narrowed to one request's time.
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
@@ -46,10 +47,17 @@ def is_ansible_playbook(argv):
     return any(os.path.basename(arg).startswith("ansible-playbook") for arg in argv[:2])
 
 
+def ended(text):
+    """Whether /proc/<pid>/stat's text is of a process that has ended and not been reaped yet
+    (a zombie, or dead): its run is over although the pid still shows."""
+    return text[text.rindex(")") + 2:][:1] in ("Z", "X", "x")
+
+
 def _stat(pid):
     try:
         with open("/proc/%d/stat" % pid) as handle:
-            return parse_stat(handle.read())
+            text = handle.read()
+        return None if ended(text) else parse_stat(text)
     except (OSError, ValueError, IndexError):
         return None
 
@@ -95,6 +103,16 @@ def chain_alive(chain, stat=_stat):
         if found is None or found[1] != started or (ppid is not None and found[0] != ppid):
             return False
     return True
+
+
+def writer_alive(writer, stat=None, host=None):
+    """Whether the process a Lease's WRITING names (lock.parse_writing) still runs here: same host,
+    same pid and start time. A writer on another host cannot be judged: False."""
+    stat = stat or _stat
+    if not writer or writer.get("host") != (host or socket.gethostname()):
+        return False
+    found = stat(writer["pid"])
+    return found is not None and found[1] == writer["started"]
 
 
 def controller_pid(chain=None):
@@ -181,6 +199,19 @@ class Fence:
             self.last_renew = self.clock()
         self._guarded(mark)
 
+    def writing(self, pid=None, what=""):
+        """Say in the Lease that process ``pid`` of this host now writes ``what`` (None: it no
+        longer does): a warden whose run is interrupted waits for it to end before it releases
+        the lock. One renewal of the Lease that carries it."""
+        def mark():
+            if self.me is None:
+                self._read_ours("marking its write")
+            found = _stat(pid) if pid else None
+            writer = dict(pid=pid, started=found[1], host=socket.gethostname(), what=what) if found else {}
+            self.lock.change(self._decide_renew, dict(self.me, writing=writer), self.ttl, check_mode=False)
+            self.last_renew = self.clock()
+        self._guarded(mark)
+
     def check(self, doing="the next write"):
         """Before a write: the controller runs and the Lease still names this run."""
         self._guarded(lambda: self._read_ours(doing))
@@ -192,6 +223,12 @@ class Fence:
             if self.last_renew is None or self.clock() - self.last_renew >= self.renew_every:
                 self._renew()
         self._guarded(beat)
+
+    def keep(self):
+        """heartbeat's renewal whatever became of the controller: the warden of a run that is
+        gone keeps its lock while a write of that run (the Lease's WRITING) finishes."""
+        if self.last_renew is None or self.clock() - self.last_renew >= self.renew_every:
+            self._renew()
 
     def seconds_to_next(self):
         """How long a wait may block before the next heartbeat is due (None: no limit)."""

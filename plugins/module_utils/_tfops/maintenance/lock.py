@@ -55,6 +55,10 @@ PROCESS = PREFIX + "process"
 # (set by gpupool_rollout through its fence while it waits, cleared when it returns). A warden
 # whose run was interrupted pauses those still under way before it releases the lock.
 ROLLING = PREFIX + "rolling"
+# A write of the holder's run that a signal cannot stop halfway, in flight: "pid=<pid>
+# started=<ticks> host=<host> what=<text>" (helm, in a session of its own; set and cleared through
+# the fence). An interrupted run's warden waits for that process to end before it releases.
+WRITING = PREFIX + "writing"
 # Where the holder's run keeps its report (JSON: namespace, configmap, playbook, host, started,
 # run_id, keep, release, store): a run that ends without releasing the lock gets its record there, written by its
 # warden or by the run that takes the lock over (runbook/interrupted.py).
@@ -193,6 +197,7 @@ def lease_view(lease, now=None):
         released_by=annotations.get(RELEASED_BY), released_at=annotations.get(RELEASED_AT),
         released_why=annotations.get(RELEASED_WHY),
         rolling=parse_rolling(annotations.get(ROLLING)),
+        writing=parse_writing(annotations.get(WRITING)),
         record=parse_record(annotations.get(RECORD)))
     last = view["renew_time"] or view["acquire_time"]
     if view["holder"] and last is not None and view["lease_duration_seconds"]:
@@ -222,6 +227,20 @@ def parse_rolling(text):
         if cluster and pool:
             out.append({"cluster": cluster, "pool": pool, "components": [c for c in comps.split(",") if c]})
     return out
+
+
+def parse_writing(text):
+    """The WRITING annotation as {pid, started, host, what}, or None. Pure."""
+    found = dict(part.partition("=")[::2] for part in (text or "").split(" what=", 1)[0].split())
+    try:
+        return {"pid": int(found["pid"]), "started": int(found["started"]), "host": found.get("host"),
+                "what": (text.split(" what=", 1)[1] if " what=" in text else "")}
+    except (KeyError, ValueError):
+        return None
+
+
+def format_writing(writer):
+    return "pid=%d started=%d host=%s what=%s" % (writer["pid"], writer["started"], writer["host"], writer["what"])
 
 
 def parse_record(text):
@@ -347,6 +366,10 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations.pop(ROLLING, None)
         elif me.get("rolling"):  # a renewal that does not say keeps what the holder rolls
             annotations[ROLLING] = format_rolling(me["rolling"])
+        if action != "renew" or me.get("writing") == {}:
+            annotations.pop(WRITING, None)
+        elif me.get("writing"):  # a renewal that does not say keeps what the holder writes
+            annotations[WRITING] = format_writing(me["writing"])
         if me.get("record"):
             annotations[RECORD] = format_record(me["record"])
         elif action != "renew":  # a renewal without it (a fence's) keeps the holder's
@@ -361,6 +384,7 @@ def lease_after(lease, action, me, namespace, name, now, ttl, api_version=LEASE_
             annotations.pop(PREFIX + key, None)
         annotations.pop(PROCESS, None)
         annotations.pop(ROLLING, None)
+        annotations.pop(WRITING, None)
         annotations.pop(RECORD, None)
         annotations[RELEASED_BY] = me["holder"]
         annotations[RELEASED_AT] = stamp

@@ -9,8 +9,9 @@ warden renews the Lease whenever a third of its TTL has passed, for as long as t
 ansible-playbook process runs (the one named in the Lease: pid, start time). When that process
 ends while the Lease still names the run - Ctrl-C, SIGTERM (an AWX job cancelled), kill -9 - the
 warden pauses the rollouts the run was waiting for that are still under way (as a deadline
-does: the same change run again resumes them), then releases the lock, saying why in the Lease,
-and ends; a run from any host then takes it. When the Lease no longer names the run (the run
+does: the same change run again resumes them) - once a write of the run that a signal cannot stop
+halfway (helm, the Lease's WRITING) has ended, renewing the lock meanwhile - then releases the
+lock, saying why in the Lease, and ends; a run from any host then takes it. When the Lease no longer names the run (the run
 released it, or lost it), the warden ends without writing anything. An API server that cannot be reached is waited out until the
 Lease's TTL would have ended anyway. A warden that dies with its run (the container of an AWX
 job torn down) leaves a Lease that nobody renews: any host takes it over once its TTL has passed.
@@ -41,7 +42,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import Kube
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance.fence import Fence, writer_alive
 
 READY = "ready"
 POLL_SECONDS = 1.0  # how soon the end of ansible-playbook is noticed
@@ -205,6 +206,10 @@ class Trouble:
         return None
 
 
+class StillWriting(Exception):
+    """The run is gone but a write of it (the Lease's WRITING: helm) still runs: not yet."""
+
+
 def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFETIME_SECONDS, ttl=None):
     """The warden's loop, given its ``fence`` (maintenance/fence.Fence over the run's
     ansible-playbook process) and ``release()``: first a look (the Lease names the run, its
@@ -225,6 +230,14 @@ def watch(fence, release, sleep=time.sleep, clock=time.monotonic, lifetime=LIFET
             try:
                 release()
                 return "released"
+            except StillWriting:  # a write of the run finishes first; the lock stays the run's
+                try:
+                    fence.keep()
+                    trouble.ok()
+                except (LockLost, NotLockHolder):
+                    return "not ours"
+                except TfopsError as exc:
+                    trouble.failed(exc)
             except (LockLost, NotLockHolder):
                 return "not ours"
             except TfopsError as exc:  # the API server is away or starting: try again
@@ -255,6 +268,8 @@ def release(kube, lease, settings, before=None, record=None):
     view = locks.lease_view(lease.read())
     if view is None or view["holder"] != settings["holder"]:
         raise NotLockHolder("the lock is no longer the run's")
+    if writer_alive(view.get("writing")):
+        raise StillWriting(view["writing"]["what"])
     paused, failed = [], None
     try:
         paused = before(kube, view) if before is not None else []

@@ -14,6 +14,14 @@ def test_parse_stat_counts_fields_after_the_last_parenthesis():
     assert fence.parse_stat(stat_line(7, "python (x) y", 3, 12345)) == (3, 12345)
 
 
+def test_a_zombie_has_ended():
+    """An ansible-playbook ended by a signal whose parent has not reaped it yet still shows its
+    pid: its run is over all the same (its lock's warden releases, its orphans stop)."""
+    line = stat_line(7, "ansible-playbook (Z)", 3, 12345)
+    assert not fence.ended(line)
+    assert fence.ended(line.replace(") S ", ") Z ")) and fence.ended(line.replace(") S ", ") X "))
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["/venv/bin/python3", "/venv/bin/ansible-playbook", "site.yml"], True),
     (["/usr/bin/ansible-playbook", "-i", "inv"], True),
@@ -67,3 +75,13 @@ def test_a_module_run_in_the_worker_is_reparented_itself_when_ansible_playbook_i
     del killed[10]
     killed[20] = (1, 200)
     assert not fence.chain_alive(chain, stat=killed.get)
+
+
+def test_a_writer_is_alive_on_its_own_host_with_its_own_start_time():
+    stat = {40: (30, 400)}.get
+    writer = dict(pid=40, started=400, host="bastion", what="helm upgrade")
+    assert fence.writer_alive(writer, stat=stat, host="bastion")
+    assert not fence.writer_alive(dict(writer, started=401), stat=stat, host="bastion")  # pid reused
+    assert not fence.writer_alive(dict(writer, pid=41), stat=stat, host="bastion")  # ended
+    assert not fence.writer_alive(writer, stat=stat, host="elsewhere")  # cannot be judged here
+    assert not fence.writer_alive(None, stat=stat, host="bastion")

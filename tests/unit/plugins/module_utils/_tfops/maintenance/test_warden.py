@@ -1,6 +1,7 @@
 """maintenance/warden.py: what the lock's warden does for each thing its fence reports (a fake
 fence and clock: the loop's decisions; the warden against a real lab is in test_fence.py)."""
 import os
+import socket
 
 import pytest
 
@@ -13,6 +14,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import retry
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import fence as fences
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import warden
 
 
@@ -213,3 +215,37 @@ def test_the_release_writes_the_run_s_record_after_the_pause_and_a_record_that_f
                    lambda kube, view: ["hypervisor of GPUPool p at 40%"], spy)
     assert seen == [(["hypervisor of GPUPool p at 40%"], None, "/r")]
     assert lease.released["why"].endswith(says) and "first paused the rollout" in lease.released["why"]
+
+
+def test_a_run_gone_while_its_helm_writes_keeps_its_lock_until_helm_is_done():
+    """Ctrl-C or a cancelled job mid-chart: helm (in a session of its own) goes on writing; the
+    warden renews the run's lock meanwhile and releases once helm has ended, never before."""
+    kept = []
+
+    class Keeping(Fence):
+        def keep(self):
+            kept.append(True)
+    outcome, released, _when = run(Keeping([ControllerGone("gone")] * 20),
+                                   release=[warden.StillWriting("helm upgrade")] * 6 + [None])
+    assert outcome == "released" and len(released) == 7 and len(kept) == 6
+
+
+def test_the_release_waits_while_the_lease_names_a_live_writer():
+    lease = Lease()
+    me = os.getpid()
+    with open("/proc/%d/stat" % me) as handle:
+        started = fences.parse_stat(handle.read())[1]
+
+    def with_writer(pid, start):
+        view = Lease.read(lease)
+        view["metadata"]["annotations"][locks.WRITING] = locks.format_writing(
+            dict(pid=pid, started=start, host=socket.gethostname(), what="helm upgrade of release n/r"))
+        return view
+    lease.read = lambda: with_writer(me, started)
+    with pytest.raises(warden.StillWriting, match="helm upgrade of release n/r"):
+        warden.release(None, lease, dict(holder="run-1", pid=7))
+    assert lease.released is None
+    # the same pid started at another time is another process: the writer is gone
+    lease.read = lambda: with_writer(me, started + 1)
+    warden.release(None, lease, dict(holder="run-1", pid=7))
+    assert lease.released["holder"] == "run-1"

@@ -77,3 +77,17 @@ def test_the_lease_keeps_where_the_run_s_report_goes_while_the_run_holds_it():
     again = locks.lease_after(taken, "take_over", dict(holder="other"), "n", "l", now, 120)
     assert locks.lease_view(again)["record"] is None
     assert locks.parse_record("{not json") is None and locks.parse_record('{"namespace": "n"}') is None
+
+
+def test_the_lease_names_the_write_in_flight_until_it_is_cleared():
+    now = datetime.datetime(2026, 12, 7, 2, tzinfo=datetime.timezone.utc)
+    taken = locks.lease_after(None, "create", dict(holder="me"), "n", "l", now, 120)
+    writer = dict(pid=4242, started=99, host="bastion", what="helm upgrade of release tensor-fusion-sys/tf")
+    marked = locks.lease_after(taken, "renew", dict(holder="me", writing=writer), "n", "l", now, 120)
+    assert locks.lease_view(marked)["writing"] == writer
+    kept = locks.lease_after(marked, "renew", dict(holder="me"), "n", "l", now, 120)
+    assert locks.lease_view(kept)["writing"] == writer
+    cleared = locks.lease_after(kept, "renew", dict(holder="me", writing={}), "n", "l", now, 120)
+    assert locks.lease_view(cleared)["writing"] is None
+    assert locks.lease_view(locks.lease_after(marked, "release", dict(holder="me"), "n", "l", now, None))["writing"] is None
+    assert locks.parse_writing("pid=x started=1") is None
