@@ -441,7 +441,8 @@ component_config:
     - Per pool of the snapshot's TensorFusionClusters whose componentConfig or rolling policy was
       restored (or would be, in check mode), the components it moved and waited for, whether it
       was written, and C(restored) - what changed field by field, each C({field, from, to}) or, for
-      a Pod template or patch, C({field, hidden=true}) (never its content).
+      a Pod template or patch, C({field, hidden=true}) (never its content) - and C(summary), the
+      same in a line.
   returned: when snapshot is used
   type: list
   elements: dict
@@ -456,6 +457,7 @@ component_config:
         - {field: hypervisor.image, from: "tensorfusion/tensor-fusion-hypervisor:2.17.0",
            to: "tensorfusion/tensor-fusion-hypervisor:2.16.0"}
         - {field: batchPercentage, from: 34, to: 17}
+      summary: "hypervisor.image tensorfusion/tensor-fusion-hypervisor:2.17.0 -> tensorfusion/tensor-fusion-hypervisor:2.16.0, batchPercentage 34 -> 17"
 crds:
   description: With O(apply_crds), each CRD of the chart and whether the apply changed it.
   returned: when state is present

@@ -4,6 +4,7 @@ concurrent edits, business workloads changed while the pool rolls (recorded, war
 pause), and bad input that leaves the cluster untouched."""
 import datetime
 import json
+import re
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from lab import tensorfusion as tf
 
 from .ansible_runner import run_playbook, start_playbook
 from .helpers import GROUP, TFC, VERSION, gpupool, pool_progress_at_least, tfc, wait_for, wait_pool
+from .settle import controller_stopped
 
 HV = "tensorfusion/tensor-fusion-hypervisor"
 
@@ -317,6 +319,28 @@ def test_an_api_server_outage_during_the_wait_is_ridden_out(lab, api_client, sec
     assert tfc(api_client)["metadata"]["generation"] == generation + 1, "one spec write"
     assert "changed=1" in out.rsplit("PLAY RECAP", maxsplit=1)[-1], out[-3000:]
     assert "the API server could not be used for" in out, out[-3000:]
+
+
+def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api_client):
+    """The controller Deployment scaled to 0 for about 25 s mid-rollout (the double stops acting,
+    as the real operator's Pod would be gone): the rollout waits, finishes once it is back, and
+    its warnings say the operator was away and for how long (#45 item 4)."""
+    tf.set_knobs(api_client, batchGapFloorSeconds=4)
+    job = _background_rollout(lab, "3.9.2")
+    try:
+        wait_pool(api_client, pool_progress_at_least(20))
+        with controller_stopped(api_client):
+            time.sleep(25)
+        out, _err = job.communicate(timeout=600)
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, out[-3000:]
+    assert hypervisor_images(api_client) == [f"{HV}:3.9.2"]
+    said = re.search(r"the TensorFusion operator was away for (\d+)s while this task waited \(from [^)]+\): "
+                     r"its controller Deployment \S+ has no Ready Pod", out)
+    assert said and 10 <= int(said.group(1)) <= 60, out[-3000:]
 
 
 def test_concurrent_edit_of_another_pool_survives(lab, api_client):

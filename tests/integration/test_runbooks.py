@@ -609,6 +609,9 @@ def test_the_rollback_restores_a_changed_rolling_policy_and_reports_each_pool_an
     md = Path(rep["dir"], "report.md").read_text()
     assert "pools restored: %s" % POOL in md and "batchPercentage 34 -> 17" in md, md
     assert "nothing rolled" not in md, md
+    # ... in every form: the page and the job's output too
+    assert "batchPercentage 34 -&gt; 17" in Path(rep["dir"], "report.html").read_text()
+    assert re.search(r"pools restored:\s+%s \([^)]*batchPercentage 34 -> 17" % POOL, back.stdout), back.stdout[-3000:]
     stats = back.task_results("Hand the outcome to AWX workflows")["ansible_stats"]["data"]
     assert stats["tfops_runs"]["localhost"]["chart_version_before"] == V2
     assert lease_holder(api_client) is None

@@ -12,6 +12,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.label
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predicates import condition, live_only, pod_ready
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import optimistic
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import absences
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     ApiError,
@@ -139,6 +140,20 @@ class PoolObserver:
         self.k8s_nodes = None  # Kubernetes Nodes' API, made once needed (nodes_not_ready)
         self.nodes_readable = True  # until the API server refuses to show them
         self.notes = []  # what the observer could not see, said once (the task's warnings)
+        self.looker = None  # absences.Looker, made once a wait stops moving
+
+    def look_for_absences(self, force=False):
+        """Whether the operator and kube-controller-manager are up (gpupool/absences.py)."""
+        if self.looker is None:
+            self.looker = absences.Looker(self.kube, self.namespace, self.notes)
+        self.looker.look(force)
+
+    def someone_away(self):
+        return bool(self.looker and self.looker.absences.away)
+
+    def absence_notes(self):
+        """A warning per absence seen while the task waited, with how long."""
+        return self.looker.absences.notes() if self.looker else []
 
     def read_pool(self):
         try:
@@ -355,6 +370,8 @@ class RolloutWait:
                                and (tracker.progress or 0) >= self.until_progress)
             all_done = all_done and reached
         detail = "; ".join(t.describe() for t in self.trackers)
+        if self.observer.someone_away() or (not all_done and time.monotonic() - self.last_move >= absences.LOOK_SECONDS):
+            self.observer.look_for_absences(force=all_done)
         if not all_done and self.pods_fail_after is not None:
             self._hypervisor_pods_fail()
         if not all_done and self.stall_timeout and time.monotonic() - self.last_move > self.stall_timeout:
@@ -389,6 +406,7 @@ class RolloutWait:
     def wakeup(self):
         every = 60 if not self.stall_timeout else \
             max(0.5, self.stall_timeout - (time.monotonic() - self.last_move) + 0.1)
+        every = min(every, absences.LOOK_SECONDS)  # a wait that does not move looks who is away
         return min(every, POD_CHECK_SECONDS) if self.pods_fail_after is not None else every
 
     def run(self, watcher, deadline):

@@ -24,6 +24,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     with_paused_marker,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.snapshots import unmask_like
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.values import describe_changes
 
 # How many replaced campaigns a restore follows (helm's own changes start one or two before ours).
 MAX_FOLLOWS = 5
@@ -196,7 +197,7 @@ class ComponentConfigRestore:
             changes.append({"field": "autoUpdateHypervisor", "from": False, "to": True})
         item = {"cluster": editor.name, "pool": pool, "gpupool": plan["gpupool"],
                 "changed_components": plan["changed"], "waited_for": plan["waits"], "written": False,
-                "restored": changes,
+                "restored": changes, "summary": describe_changes(changes) or "nothing differed",
                 "diff": {"before_header": "%s pool %s componentConfig and rolling policy" % (editor.name, pool),
                          "after_header": "%s pool %s componentConfig and rolling policy" % (editor.name, pool),
                          "before": rollout.redact_for_diff(plan["before"]),

@@ -224,7 +224,7 @@ class RolloutTask(Run):
                     done = self._wait(result, editor, entry_name, observer, watcher, trackers, gated, business,
                                       waits, pct, restore)
                 finally:
-                    self.warnings.extend(observer.notes)
+                    self.warnings.extend(observer.notes + observer.absence_notes())
         except TfopsError as exc:
             if business is not None:
                 closed.append(self._close_business(business, gpupool))

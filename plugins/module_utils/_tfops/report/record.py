@@ -172,9 +172,34 @@ def decide_status(steps, error, paused, rollback_ran, rollback_ok):
 
 
 def pool_versions(info):
-    """{pool: {component: image}} from a tf_cluster_info result."""
+    """{pool: {component: image}} from a tf_cluster_info result: the images the pools' templates name."""
     pools = ((info or {}).get("data") or {}).get("pools") or []
     return dict((p["name"], p.get("images") or {}) for p in pools if isinstance(p, dict) and p.get("name"))
+
+
+def component_running(component):
+    """Whether a component's Pods run what its template names, from tf_cluster_info's pool
+    component ({hash, progress, synced, auto_update}): None when they do, else why not. Pure."""
+    if component.get("synced"):
+        return None
+    if not component.get("auto_update"):
+        return "not rolled: autoUpdate off, only new Pods get it"
+    return "rolling, %s%%" % (component.get("progress") or 0)
+
+
+def pool_running(info):
+    """{pool: {component: why its Pods do not run the template's image}} of the components whose
+    Pods do not (synced ones left out): the version table says what runs, not only what was written."""
+    pools = ((info or {}).get("data") or {}).get("pools") or []
+    out = {}
+    for pool in pools:
+        if isinstance(pool, dict) and pool.get("name"):
+            notes = dict((comp, component_running(state)) for comp, state in (pool.get("components") or {}).items()
+                         if isinstance(state, dict) and (pool.get("images") or {}).get(comp))
+            notes = dict((comp, why) for comp, why in notes.items() if why)
+            if notes:
+                out[pool["name"]] = notes
+    return out
 
 
 def release_version(release=None, snapshot_meta=None):
@@ -379,11 +404,12 @@ def build_record(params, ended):
             "before": dict(release_version(snapshot_meta=(snapshot_summary(params.get("snapshot"))
                                                           if results.get("snapshot") else None)) or
                            (release_before(rollback) if rollback_ran else {}),
-                           pools=pool_versions(results.get("precheck"))),
+                           pools=pool_versions(results.get("precheck")),
+                           not_running=pool_running(results.get("precheck"))),
             # A rollback that failed leaves the release where the upgrade put it.
             "after": dict(release_version(release=rollback if rollback_ok else None) or
                           release_version(release=results.get("upgrade")),
-                          pools=pool_versions(after_info)),
+                          pools=pool_versions(after_info), not_running=pool_running(after_info)),
         },
         "findings": {"precheck": findings_of(results.get("precheck")), "verify": findings_of(after_info)},
         "snapshot": snapshot_summary(params.get("snapshot")),
@@ -415,7 +441,8 @@ def build_record(params, ended):
         "rotation": rotation_summary(results.get("rotate")),
     }
     if record["versions"]["after"].get("chart_version") is None:  # the release did not move
-        record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items() if k != "pools"))
+        record["versions"]["after"].update(dict((k, v) for k, v in record["versions"]["before"].items()
+                                                if k not in ("pools", "not_running")))
     if record["check_mode"]:
         as_plan(record, results)
     return record

@@ -140,9 +140,15 @@ def _versions_rows(record):
             ["revision", before.get("revision"), after.get("revision")]]
     for pool in sorted(set(before.get("pools") or {}) | set(after.get("pools") or {})):
         for comp in ("hypervisor", "worker", "client"):
-            rows.append(["%s %s" % (pool, comp), ((before.get("pools") or {}).get(pool) or {}).get(comp),
-                         ((after.get("pools") or {}).get(pool) or {}).get(comp)])
+            rows.append(["%s %s" % (pool, comp), _running(before, pool, comp), _running(after, pool, comp)])
     return rows
+
+
+def _running(side, pool, comp):
+    """The image a pool's template names, and why its Pods do not run it when they do not."""
+    image = ((side.get("pools") or {}).get(pool) or {}).get(comp)
+    why = ((side.get("not_running") or {}).get(pool) or {}).get(comp)
+    return "%s (%s)" % (image, why) if image and why else image
 
 
 CSS = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1em}"
@@ -345,6 +351,10 @@ def render_markdown(record):
             "%s %s" % (label, value) for label, value in _rotation_rows(record["rotation"]))), ""]
     lines += ["| step | status | seconds |", "|---|---|---|"]
     lines += ["| %s | %s | %s |" % (s["name"], s["status"], s["seconds"]) for s in record["steps"]]
+    if not record.get("plan") and not record.get("interrupted"):
+        lines += ["", "| | before | after |", "|---|---|---|"]
+        lines += ["| %s | %s | %s |" % tuple("" if c is None else str(c).replace("|", "\\|") for c in row)
+                  for row in _versions_rows(record)]
     for pool in (p for p in record["pools"] if not p.get("planned")):
         lines += ["", _pool_line(pool)]
         lines += ["- health gate of %s" % gate_text(g) for g in pool.get("gates") or []]

@@ -46,6 +46,12 @@ class FakeObserver:
         self.diagnosed += 1
         return self.diag
 
+    def someone_away(self):
+        return False
+
+    def look_for_absences(self, force=False):
+        self.looked = force
+
 
 @pytest.fixture
 def clock(monkeypatch):
@@ -169,19 +175,20 @@ def test_without_stall_timeout_nothing_stalls(clock):
     clock.advance(10 ** 6)
     assert waiter.check(objects(gpupool()))[0] is False
     assert observer.diagnosed == 0
-    assert waiter.wakeup() == 60
+    assert waiter.wakeup() == 10, "a wait that does not move looks who is away every 10 s"
 
 
 def test_wakeup_is_when_the_stall_period_would_end(clock):
-    waiter = waiter_for(stall_timeout=30)
+    waiter = waiter_for(stall_timeout=8)
     waiter.check(objects(gpupool()))
-    assert waiter.wakeup() == pytest.approx(30.1)
-    clock.advance(12)
-    assert waiter.wakeup() == pytest.approx(18.1)
-    clock.advance(18)
+    assert waiter.wakeup() == pytest.approx(8.1)
+    clock.advance(3)
+    assert waiter.wakeup() == pytest.approx(5.1)
+    clock.advance(5)
     assert waiter.wakeup() == 0.5, "never less than half a second"
     waiter.check(objects(gpupool(2, campaign=NEW, status_hash=NEW, progress=10, synced=False)))
-    assert waiter.wakeup() == pytest.approx(30.1), "a move starts the period again"
+    assert waiter.wakeup() == pytest.approx(8.1), "a move starts the period again"
+    assert waiter_for(stall_timeout=600).wakeup() == 10, "and at least every 10 s (who is away)"
 
 
 def test_until_progress_is_reached_before_the_campaign_ends(clock):
@@ -216,8 +223,9 @@ def test_a_quiet_pool_is_found_stalled_by_the_wakeup_not_at_the_deadline(clock):
     waiter = waiter_for(stall_timeout=30)
     with pytest.raises(Stalled, match="made no progress for 30s"):
         waiter.run(watcher, Deadline(timeout=600, clock=clock))
-    # one watch up to the end of the stall period, then a short one past it
-    assert [c["timeout"] for c in dynamic.watch_calls] == [30, 1]
+    # watches of 10 s (who is away is looked at meanwhile) up to the end of the stall period,
+    # then a short one past it
+    assert [c["timeout"] for c in dynamic.watch_calls] == [10, 10, 10, 1]
     assert clock.now - 1000 == 31
 
 
@@ -382,7 +390,7 @@ def test_a_pod_that_recovers_is_forgotten_and_without_the_option_pods_are_not_lo
     untouched.check(moving)
     clock.advance(3600)
     untouched.check(moving)
-    assert plain.listed == 0 and untouched.wakeup() == 60
+    assert plain.listed == 0 and untouched.wakeup() == 10
     worker_only = waiter_for(stall_timeout=None, comps=("worker",), observer=plain)
     worker_only.__init__(plain, worker_only.trackers, None, 100, pods_fail_after=30)
     assert worker_only.pods_fail_after is None, "only a hypervisor campaign has hypervisor Pods to judge"

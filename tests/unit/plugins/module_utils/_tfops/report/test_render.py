@@ -30,3 +30,19 @@ def test_a_rollback_that_first_recovered_a_pending_release_says_so():
     assert line.startswith("the release was stuck pending-upgrade at revision 6 (a helm write cut off): "
                            "rolled back to its last deployed revision 5 first; then chart 1.8.7 -> 1.8.6")
     assert "stuck" not in report_render.rollback_line(dict(rollback, recovered=None))
+
+
+def test_the_version_table_says_what_runs_not_only_what_was_written():
+    """#45 item 5: worker and client images a chart wrote with autoUpdate off are not "after" in
+    the sense of running: the table says so; a component still rolling says how far."""
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import record
+    from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render as report_render
+    info = {"data": {"pools": [{"name": "tf-shared", "images": {"hypervisor": "hv:2", "worker": "w:2", "client": "c:2"},
+                                "components": {"hypervisor": {"synced": True, "auto_update": True, "progress": 100},
+                                               "worker": {"synced": False, "auto_update": False, "progress": 0},
+                                               "client": {"synced": False, "auto_update": True, "progress": 40}}}]}}
+    after = {"chart_version": "1.8.7", "pools": record.pool_versions(info), "not_running": record.pool_running(info)}
+    rows = dict((r[0], r[2]) for r in report_render._versions_rows({"versions": {"before": {}, "after": after}}))  # pylint: disable=protected-access
+    assert rows["tf-shared hypervisor"] == "hv:2"
+    assert rows["tf-shared worker"] == "w:2 (not rolled: autoUpdate off, only new Pods get it)"
+    assert rows["tf-shared client"] == "c:2 (rolling, 40%)"
