@@ -674,6 +674,10 @@ class Controllers:
                                   gap_floor=self.knobs.gap_floor,
                                   recheck_after=self.knobs.pending_recheck)
         self._note(f"pool {name} {component}", d.note)
+        if d.started is not None and d.annotations != d.started:
+            k_prog, k_last = rollout.annotation_keys(component)
+            pool = self.api.patch("pool", name, {"metadata": {"annotations": {
+                k_prog: d.started["in_progress"], k_last: d.started["last_time"]}}}) or pool
         if d.annotations is not None:
             k_prog, k_last = rollout.annotation_keys(component)
             want = {k_prog: d.annotations["in_progress"], k_last: d.annotations["last_time"]}

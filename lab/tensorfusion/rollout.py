@@ -63,6 +63,9 @@ class Decision:
     update: List[str] = field(default_factory=list)  # objects to put into the batch now
     requeue_after: Optional[float] = None
     note: str = ""                              # what happened, for the operator's log
+    # Written before everything else: a campaign's start (step 2's in-progress annotation), which
+    # upstream writes with an update of its own even when the same reconcile then finishes it.
+    started: Optional[Dict[str, str]] = None
 
 
 def annotation_keys(component: str):
@@ -198,10 +201,10 @@ def manage_update(cur: ComponentState, new_hash: str, policy: Policy, res: Resou
                             annotations={"in_progress": state.in_progress,
                                          "last_time": state.last_time},
                             requeue_after=max(gap, BATCH_REQUEUE_SECONDS),
-                            note=f"batch done, progress {progress}")
+                            started=annotations, note=f"batch done, progress {progress}")
         state = replace(state, progress=100, synced=True, in_progress="", last_time="")
         return Decision(status=state, annotations={"in_progress": "", "last_time": ""},
-                        note="all batch update has completed")
+                        started=annotations, note="all batch update has completed")
     # 8. Put the first ``delta`` out-of-date objects (oldest first) into the batch.
     return Decision(status=state, annotations=annotations, update=list(res.stale[:delta]),
                     note=f"update in progress: {delta} objects")

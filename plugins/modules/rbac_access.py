@@ -12,7 +12,10 @@ version_added: 0.1.0
 description:
   - Creates (or removes) a ServiceAccount, the ClusterRoles and Roles given in O(manifests) (the
     files of C(roles/rbac/files), one per runbook; the role C(tensorfusion.ops.rbac) picks them) and one
-    binding per role to the ServiceAccount, with the binding named as its role.
+    binding per role to the ServiceAccount, named C(<role>.<namespace>.<service account>): a
+    second ServiceAccount granted the same roles (an upgrader and a read-only prechecker) gets
+    bindings of its own and never takes the first's. A binding named after its role (earlier
+    versions) that binds only this ServiceAccount is replaced by its own.
   - With O(kubeconfig_path), also a C(kubernetes.io/service-account-token) Secret for the
     ServiceAccount (filled by Kubernetes' token controller; the module waits for it, watch-based,
     within O(wait_timeout)) and a kubeconfig for that token, written with mode C(0600).
@@ -22,7 +25,8 @@ description:
 options:
   state:
     description:
-      - V(present) creates or updates; V(absent) removes everything named here.
+      - V(present) creates or updates; V(absent) removes the ServiceAccount, its token Secret and
+        its bindings, and a role only when no other binding of this collection still uses it.
       - >-
         V(verified) writes nothing and checks that the credentials this module runs with hold every
         rule of O(manifests) (one C(SelfSubjectAccessReview) per verb, resource and name, which any

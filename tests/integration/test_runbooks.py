@@ -798,6 +798,79 @@ def test_a_run_stopped_while_helm_writes_keeps_its_lock_until_helm_is_done(rb, a
     assert lease_holder(api_client) is None
 
 
+def test_a_helm_write_cut_off_is_recovered_by_the_automatic_rollback_and_reported(rb, api_client, at_2_17_0):
+    """helm killed while it upgrades the release (as an API server outage or a killed container
+    cuts its write off): the release is left pending-upgrade; the run's automatic rollback first
+    brings it back to its last deployed revision (Helm's own record), then rolls back to the
+    run's restore point, and the report and the job's output say so (#45 item 3)."""
+    mark = uuid.uuid4().hex[:8]
+    extra = upgrade_vars(rb, "2.17.0", tfops_values={"tfopsTestMark": mark})
+    before, _status = newest_revision(api_client)
+    leases = client.CoordinationV1Api(api_client)
+    job = start_playbook("tensorfusion.ops.upgrade", extra)
+    try:
+        lease = wait_for(leases.list_namespaced_lease, lambda le: le.metadata.name == LEASE and "tensorfusion.ops/writing" in (
+            le.metadata.annotations or {}), timeout=300, namespace=NS, what="helm's write named in the Lease")
+        helm_pid = int(re.match(r"pid=(\d+) ", lease.metadata.annotations["tensorfusion.ops/writing"]).group(1))
+        # once helm has recorded its revision as pending, before it records the outcome
+        wait_for(client.CoreV1Api(api_client).list_namespaced_secret, lambda sec: sec.metadata.labels.get("status") ==
+                 "pending-upgrade", timeout=120, namespace=NS, label_selector="owner=helm,name=%s,version=%d" % (
+                     RELEASE, before + 1), what="helm's pending revision")
+        os.kill(helm_pid, signal.SIGKILL)
+    finally:
+        run = job.finish(timeout=900)
+    assert run.rc != 0
+    rep = report_of(run)
+    rec = rep["record"]
+    assert rec["status"] == "rolled_back" and rec["rollback"]["ok"], rec
+    recovered = rec["rollback"]["recovered"]
+    assert recovered["from_status"] == "pending-upgrade" and recovered["from_revision"] == before + 1, recovered
+    assert "was stuck pending-upgrade at revision %d" % (before + 1) in Path(rep["dir"], "report.md").read_text()
+    assert "release stuck pending-upgrade at revision %d rolled back to its last deployed revision" % (before + 1) in run.stdout
+    assert newest_revision(api_client)[1] == "deployed"
+    assert lease_holder(api_client) is None
+
+
+def test_two_service_accounts_made_by_the_rbac_role_each_keep_their_rights(rb, lab, api_client, at_2_17_0, tmp_path):
+    """docs/awx.md's two accounts, made with the rbac role itself (not the tests' private role
+    copies): an upgrader (upgrade, rollback) and then a read-only prechecker. Granting the second
+    takes nothing from the first (a binding per account): a gated upgrade - gates watch the GPUs -
+    runs under the upgrader; the prechecker's precheck runs; removing the prechecker keeps the
+    roles the upgrader still uses (#46 item 5)."""
+    suffix = uuid.uuid4().hex[:5]
+    accounts = {"upgrader": (["upgrade", "rollback"], tmp_path / "upgrader.kubeconfig"),
+                "prechecker": (["precheck"], tmp_path / "prechecker.kubeconfig")}
+
+    def account(who, state="present"):
+        runbooks, path = accounts[who]
+        run = run_playbook("rbac_account.yml", {"lab_kubeconfig": lab["kubeconfig"], "account_name": "%s-%s" % (who, suffix),
+                                                "account_runbooks": runbooks, "account_kubeconfig": str(path),
+                                                "rbac_state": state})
+        assert run.rc == 0, run.stdout[-3000:]
+    try:
+        account("upgrader")
+        account("prechecker")
+        rbac = client.RbacAuthorizationV1Api(api_client)
+        shared = [b for b in rbac.list_cluster_role_binding().items if b.role_ref.name == "tensorfusion-ops-precheck"
+                  and any(s.name.endswith(suffix) for s in b.subjects or [])]
+        assert sorted(s.name for b in shared for s in b.subjects) == ["prechecker-" + suffix,
+                                                                      "upgrader-" + suffix], shared
+        gated = run_playbook("tensorfusion.ops.upgrade", dict(upgrade_vars(rb, "2.17.31", tfops_gates={"bake_seconds": 2}),
+                                                             tfops_kubeconfig=str(accounts["upgrader"][1])), timeout=900)
+        assert gated.rc == 0, gated.stdout[-4000:]
+        assert report_of(gated)["record"]["pools"][0]["gates"], "the gates baked under the upgrader's rights"
+        checked = run_playbook("tensorfusion.ops.precheck", {"tfops_kubeconfig": str(accounts["prechecker"][1]),
+                                                             "tfops_artifacts_dir": str(tmp_path / "a1")}, timeout=600)
+        assert checked.rc == 0, checked.stdout[-4000:]
+        account("prechecker", "absent")
+        kept = run_playbook("tensorfusion.ops.precheck", {"tfops_kubeconfig": str(accounts["upgrader"][1]),
+                                                          "tfops_artifacts_dir": str(tmp_path / "a2")}, timeout=600)
+        assert kept.rc == 0, "the upgrader keeps the precheck role the prechecker also had: " + kept.stdout[-3000:]
+    finally:
+        for who in accounts:
+            account(who, "absent")
+
+
 def test_a_run_killed_mid_pools_leaves_its_campaign_to_the_rerun_which_finishes_it(rb, api_client, at_2_17_0):
     """kill -9 of ansible-playbook and of its warden (an AWX job's container torn down) while its
     pool rolls: nothing paused the campaign; the rerun of the same upgrade on this host takes the

@@ -134,6 +134,10 @@ def test_auto_update_false_freezes_and_false_to_true_resumes():
     pool.policy = Policy(auto=True, percentage=20)
     d = pool.reconcile("new", T0 + 11)
     assert d.status.progress == 100 and d.status.synced and not d.update
+    # ... and, as upstream's update of its own, the campaign's start is written first: a watcher
+    # of the pool sees the in-progress hash even when the same reconcile finishes it.
+    assert d.started == {"in_progress": "new", "last_time": ""}
+    assert d.annotations == {"in_progress": "", "last_time": ""}
 
 
 def test_auto_update_turned_off_mid_rollout_freezes_progress_and_annotations():

@@ -13,6 +13,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.cluster.ac
     access_checks,
     binding_for,
     check_resource,
+    is_legacy_binding_of,
     check_text,
     desired_roles,
     kubeconfig_text,
@@ -51,7 +52,13 @@ def run(ctx):
     sa_name, namespace = params["service_account"], params["namespace"]
     sa = service_account(sa_name, namespace)
     secret = token_secret(params.get("token_secret") or "%s-token" % sa_name, sa_name, namespace)
-    objects = [sa] + roles + [binding_for(r, sa_name, namespace) for r in roles]
+    bindings = [binding_for(r, sa_name, namespace) for r in roles]
+    # How earlier versions named a binding (after its role): this account's when it binds only it.
+    legacy = [binding_for(r, sa_name, namespace, name=r["metadata"]["name"]) for r in roles]
+
+    def only_this_account(existing):
+        return is_legacy_binding_of(existing, sa_name, namespace)
+    objects = [sa] + roles + bindings
     if params.get("kubeconfig_path"):
         objects.append(secret)
     with ctx.connected() as kube:
@@ -60,6 +67,8 @@ def run(ctx):
         if params["state"] == "present":
             for obj in objects:
                 work.apply(obj)
+            for obj in legacy:
+                work.remove(obj, only_if=only_this_account)
             if params.get("kubeconfig_path") and not ctx.check_mode:
                 token, ca_data = work.token(secret, ctx.deadline)
                 ctx.hide([token])
@@ -68,8 +77,16 @@ def run(ctx):
             elif params.get("kubeconfig_path"):
                 file_changed = not os.path.exists(params["kubeconfig_path"])
         else:
-            for obj in reversed(objects):
+            # This account and its bindings; a role only when no other account's binding uses it.
+            leaving = set(b["metadata"]["name"] for b in bindings + legacy)
+            for obj in ([secret] if params.get("kubeconfig_path") else []) + bindings:
                 work.remove(obj)
+            for obj in legacy:
+                work.remove(obj, only_if=only_this_account)
+            for role in roles:
+                if not work.still_bound(role, leaving):
+                    work.remove(role)
+            work.remove(sa)
             if params.get("kubeconfig_path"):
                 file_changed = remove_file(params["kubeconfig_path"], ctx.check_mode)
     result = {"changed": bool(work.changes) or file_changed, "changes": work.changes,

@@ -11,6 +11,7 @@ result, a diff or an error message."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import tempfile
@@ -72,9 +73,31 @@ def expand_lists(manifests):
     return out
 
 
-def binding_for(role, service_account, namespace):
-    """The (Cluster)RoleBinding of one role to the ServiceAccount; same name as the role."""
-    meta = {"name": role["metadata"]["name"], "labels": dict(role["metadata"]["labels"])}
+MAX_NAME = 253
+
+
+def binding_name(role_name, service_account, namespace):
+    """``<role>.<namespace>.<service account>``: a binding per ServiceAccount, so that granting a
+    role to a second account (an upgrader and a read-only prechecker) never takes it from the
+    first; past the name limit, a digest of the account stands for it."""
+    name = "%s.%s.%s" % (role_name, namespace, service_account)
+    if len(name) <= MAX_NAME:
+        return name
+    return "%s.%s" % (role_name, hashlib.sha256(("%s/%s" % (namespace, service_account)).encode()).hexdigest()[:20])
+
+
+def is_legacy_binding_of(existing, service_account, namespace):
+    """Whether ``existing`` is a binding named after its role (how earlier versions named them)
+    that binds only this ServiceAccount: this account's, replaced by its own per-account one."""
+    subjects = (existing or {}).get("subjects") or []
+    return len(subjects) == 1 and subjects[0].get("kind") == "ServiceAccount" and \
+        subjects[0].get("name") == service_account and subjects[0].get("namespace") == namespace
+
+
+def binding_for(role, service_account, namespace, name=None):
+    """The (Cluster)RoleBinding of one role to the ServiceAccount (binding_name, or ``name``)."""
+    meta = {"name": name or binding_name(role["metadata"]["name"], service_account, namespace),
+            "labels": dict(role["metadata"]["labels"])}
     if role["kind"] == "Role":
         meta["namespace"] = role["metadata"]["namespace"]
     return {"apiVersion": RBAC_API, "kind": BINDING_KIND[role["kind"]], "metadata": meta,
@@ -229,10 +252,22 @@ class Access:
         body["metadata"]["labels"] = dict(body["metadata"].get("labels") or {}, **obj["metadata"]["labels"])
         return self.kube.call("update", desc, api.replace, body=body, namespace=ns).to_dict()
 
-    def remove(self, obj):
+    def still_bound(self, role, leaving):
+        """Whether a binding of the collection other than ``leaving`` (names) refers to ``role``:
+        another ServiceAccount still uses it, so it stays."""
+        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
+        kind = BINDING_KIND[role["kind"]]
+        namespace = role["metadata"].get("namespace")
+        bindings = list_pages(self.kube, self._api(kind), namespace=namespace,
+                              label_selector=",".join("%s=%s" % kv for kv in MANAGED_BY.items()))
+        return any(b["metadata"]["name"] not in leaving and (b.get("roleRef") or {}).get("kind") == role["kind"]
+                   and (b.get("roleRef") or {}).get("name") == role["metadata"]["name"] for b in bindings)
+
+    def remove(self, obj, only_if=None):
+        """Delete ``obj`` when it exists (and ``only_if(existing)`` holds)."""
         api = self._api(obj["kind"])
         existing = self.read(obj)
-        if existing is None:
+        if existing is None or (only_if is not None and not only_if(existing)):
             return
         self._record("delete", obj, existing)
         if not self.check_mode:

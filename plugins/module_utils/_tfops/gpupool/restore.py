@@ -175,7 +175,11 @@ class ComponentConfigRestore:
             plan["observer"] = observer
             plan["watcher"] = start_watch(self.kube, plan["gpupool"])
             before = plan["watcher"].objects.get((None, plan["gpupool"])) or {}
-            plan["trackers"] = [rollout.CampaignTracker(c, before, changed=True) for c in plan["waits"]]
+            # A component whose hash the restored spec moves starts a new campaign; one resumed
+            # (or given back only its rolling policy) finishes the campaign its status shows -
+            # none when it is synced, as after a chart write that was cut off and rolled back.
+            moved = rollout.hash_changed_components(live, spec)
+            plan["trackers"] = [rollout.CampaignTracker(c, before, changed=c in moved) for c in plan["waits"]]
 
     def finish(self):
         if not self.check_mode:

@@ -66,6 +66,13 @@ def test_binding_and_plan():
                                     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}])
     binding = access.binding_for(role, "sa", "ns")
     assert binding["kind"] == "RoleBinding" and binding["metadata"]["namespace"] == "n"
+    assert binding["metadata"]["name"] == "r.ns.sa", "a binding per ServiceAccount"
+    assert len(access.binding_name("r", "s" * 300, "ns")) <= 253
+    assert access.binding_name("r", "s" * 300, "ns") != access.binding_name("r", "t" * 300, "ns")
+    assert access.is_legacy_binding_of({"subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]},
+                                       "sa", "ns")
+    assert not access.is_legacy_binding_of({"subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": "ns"}]},
+                                           "sa", "ns")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]
     assert access.plan(None, binding) == "create"
     served = json.loads(json.dumps(binding))
