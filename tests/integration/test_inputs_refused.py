@@ -9,6 +9,7 @@ same way, one task each, around a Secret and its consumer of the test's own name
 
 A run that fails in its report step must still release its lock and leave a report."""
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -215,6 +216,43 @@ def test_a_bad_runbook_variable_is_refused_before_anything_is_written(refused_ru
     # Not one object written: no Lease, no report ConfigMap, no snapshot, no chart revision.
     assert changed == {}, changed
     assert not Path(PWNED).exists(), "a kubeconfig given as data ran its command"
+
+
+JINJA_RAN = "/tmp/tfops-inputs-jinja-ran"
+RUN_IT = "{{ lookup('ansible.builtin.pipe', 'touch %s') }}" % JINJA_RAN
+
+
+@pytest.mark.parametrize("playbook, where, bad, named", [
+    ("tensorfusion.ops.upgrade", "extra", {"tfops_values": {"note": RUN_IT}}, "tfops_values"),
+    ("tensorfusion.ops.upgrade", "extra", {"tfops_kubeconfig": RUN_IT}, "tfops_kubeconfig"),
+    ("tensorfusion.ops.rotate_secret", "extra", {"tfops_secret_name": RUN_IT, "tfops_secret_namespace": "x"},
+     "tfops_secret_name"),
+    ("tensorfusion.ops.precheck", "inventory", {"tfops_namespace": RUN_IT}, "tfops_namespace"),
+])
+def test_a_variable_that_carries_a_template_is_refused_and_never_rendered(lab, api_client, base, tmp_path,
+                                                                         playbook, where, bad, named):
+    """#46 item 3: input is data. Jinja in a tfops_* value (from -e or the inventory) is refused by
+    name by the runbook's first task, before anything renders it: the lookup never runs, nothing
+    is written, the lock is never taken."""
+    if os.path.exists(JINJA_RAN):
+        os.unlink(JINJA_RAN)
+    before = versions(api_client, [NS])
+    if where == "extra":
+        run = run_playbook(playbook, dict(base, **bad), timeout=300)
+    else:
+        inventory = tmp_path / "inventory.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"cluster-a": dict(bad, ansible_connection="local")}}}))
+        run = run_playbook(playbook, dict(base, tfops_hosts="cluster-a"), args=("-i", str(inventory)), timeout=300)
+    assert run.rc != 0
+    host = "localhost" if where == "extra" else "cluster-a"
+    task = "Input is data - no tfops_* variable may carry a template"
+    assert [r["status"] for r in run.results if r["task"] == task and r["host"] == host] == ["failed"], run.stdout[-3000:]
+    guard = run.task_results(task, host)
+    assert guard["templated"] == [named], guard
+    assert guard["msg"].startswith("%s: holds Jinja" % named) and "!unsafe" in guard["msg"], guard["msg"]
+    assert not os.path.exists(JINJA_RAN), "the template in %s was rendered" % named
+    assert moved(before, versions(api_client, [NS])) == {}
+    assert "Take (or renew) the maintenance lock" not in [r["task"] for r in run.results]
 
 
 # ---- the modules -------------------------------------------------------------------------------
