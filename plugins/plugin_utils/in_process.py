@@ -62,6 +62,9 @@ DISCOVERY = ("auto", "auto_legacy", "auto_silent", "auto_legacy_silent")
 # The options of the collection's modules whose values are secret (no_log in their argument
 # specs; test_in_process ties this set to the modules' specs), and the kubeconfig when it is given
 # inline (a dict holds tokens and keys).
+# Modules that are only an action on the controller (no module process, no backend): what they
+# read - the play's variables as given - no module argument could carry.
+ACTION_ONLY = frozenset(("runbook_guard",))
 SECRET_OPTIONS = frozenset(("api_key", "data", "string_data", "signing_key", "secret_variables"))
 
 

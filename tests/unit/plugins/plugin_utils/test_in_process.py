@@ -96,7 +96,7 @@ def _module_specs():
 
     specs = {}
     modules = sorted(p.stem for p in (Path(in_process.__file__).parents[1] / "modules").glob("*.py")
-                     if p.stem != "__init__")
+                     if p.stem != "__init__" and p.stem not in in_process.ACTION_ONLY)
     original = tfmodule.TfopsAnsibleModule.__init__
     for name in modules:
         def capture(self, argument_spec, name=name, **kwargs):
