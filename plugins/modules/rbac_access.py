@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Creates (or removes) a ServiceAccount, the ClusterRoles and Roles given in O(manifests) (the
     files of C(roles/rbac/files), one per runbook; the role C(tensorfusion.ops.rbac) picks them) and one
-    binding per role to the ServiceAccount, named C(<role>.<namespace>.<service account>): a
+    binding per role to the ServiceAccount, named C(<role>.<namespace>.<service account>), so a
     second ServiceAccount granted the same roles (an upgrader and a read-only prechecker) gets
     bindings of its own and never takes the first's. A binding named after its role (earlier
     versions) that binds only this ServiceAccount is replaced by its own.

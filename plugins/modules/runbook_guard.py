@@ -27,15 +27,15 @@ options:
     type: str
     required: true
     choices: [upgrade, rollback, rotate_secret, precheck, fleet_upgrade]
+extends_documentation_fragment:
+  - tensorfusion.ops.attributes
+  - tensorfusion.ops.attributes.READ_ONLY
 attributes:
-  check_mode:
+  platform:
+    platforms: kubernetes
     support: full
-    description: It only reads the play's variables.
-  diff_mode:
-    support: none
-    description: Nothing is changed.
 author:
-  - tensorfusion.ops contributors
+  - TensorFusion ops maintainers (@NexusGPU)
 """
 
 EXAMPLES = r"""

@@ -338,8 +338,8 @@ def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api
             job.kill()
     assert job.returncode == 0, out[-3000:]
     assert hypervisor_images(api_client) == [f"{HV}:3.9.2"]
-    said = re.search(r"the TensorFusion operator was away for (\d+)s while this task waited \(from [^)]+\): "
-                     r"its controller Deployment \S+ has no Ready Pod", out)
+    said = re.search(r"the TensorFusion operator \(its controller and the webhook its Pods serve\) was away "
+                     r"for (\d+)s while this task waited \(from [^)]+\): its controller Deployment \S+ has no Ready Pod", out)
     assert said and 10 <= int(said.group(1)) <= 60, out[-3000:]
 
 

@@ -229,8 +229,8 @@ RUN_IT = "{{ lookup('ansible.builtin.pipe', 'touch %s') }}" % JINJA_RAN
      "tfops_secret_name"),
     ("tensorfusion.ops.precheck", "inventory", {"tfops_namespace": RUN_IT}, "tfops_namespace"),
 ])
-def test_a_variable_that_carries_a_template_is_refused_and_never_rendered(lab, api_client, base, tmp_path,
-                                                                         playbook, where, bad, named):
+def test_a_variable_that_carries_a_template_is_refused_and_never_rendered(
+        lab, api_client, base, tmp_path, playbook, where, bad, named):
     """#46 item 3: input is data. Jinja in a tfops_* value (from -e or the inventory) is refused by
     name by the runbook's first task, before anything renders it: the lookup never runs, nothing
     is written, the lock is never taken."""

@@ -855,8 +855,9 @@ def test_two_service_accounts_made_by_the_rbac_role_each_keep_their_rights(rb, l
                   and any(s.name.endswith(suffix) for s in b.subjects or [])]
         assert sorted(s.name for b in shared for s in b.subjects) == ["prechecker-" + suffix,
                                                                       "upgrader-" + suffix], shared
-        gated = run_playbook("tensorfusion.ops.upgrade", dict(upgrade_vars(rb, "2.17.31", tfops_gates={"bake_seconds": 2}),
-                                                             tfops_kubeconfig=str(accounts["upgrader"][1])), timeout=900)
+        gated_vars = dict(upgrade_vars(rb, "2.17.31", tfops_gates={"bake_seconds": 2}),
+                          tfops_kubeconfig=str(accounts["upgrader"][1]))
+        gated = run_playbook("tensorfusion.ops.upgrade", gated_vars, timeout=900)
         assert gated.rc == 0, gated.stdout[-4000:]
         assert report_of(gated)["record"]["pools"][0]["gates"], "the gates baked under the upgrader's rights"
         checked = run_playbook("tensorfusion.ops.precheck", {"tfops_kubeconfig": str(accounts["prechecker"][1]),

@@ -15,7 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, Forbidden
 
 LOOK_SECONDS = 10.0  # how often a wait without progress looks, and so the shortest absence seen
-OPERATOR = "the TensorFusion operator"
+OPERATOR = "the TensorFusion operator (its controller and the webhook its Pods serve)"
 CONTROLLER_MANAGER = "kube-controller-manager"
 CM_LEASE = ("kube-system", "kube-controller-manager")
 

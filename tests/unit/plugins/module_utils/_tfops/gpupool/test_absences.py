@@ -26,7 +26,7 @@ def test_an_absence_is_said_with_its_length_and_one_still_going_on_too():
     tracker.saw(absences.CONTROLLER_MANAGER, False, "its leader Lease was last renewed 40s before")
     clock.now += 20
     first, second = tracker.notes()
-    assert first == ("the TensorFusion operator was away for 62s while this task waited (from "
+    assert first == ("the TensorFusion operator (its controller and the webhook its Pods serve) was away for 62s while this task waited (from "
                      "2026-12-07T02:01:40.000000Z): its controller Deployment tf has no Ready Pod")
     assert second.startswith("kube-controller-manager was away for 20s and still is while this task waited")
     assert absences.Absences().notes() == []
