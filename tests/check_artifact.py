@@ -44,7 +44,8 @@ REQUIRED_TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "COPYING", "me
 SOURCE_TREE_COMMANDS = ("demo/run.sh", "tests/run-all.sh")
 
 # The actions that do more than run their module in the worker.
-OWN_ACTIONS = {"plugins/action/runbook_inputs.py"}
+# runbook_guard is only an action (plugin_utils/in_process.ACTION_ONLY): it reads the play's variables as given.
+OWN_ACTIONS = {"plugins/action/runbook_inputs.py", "plugins/action/runbook_guard.py"}
 _ACTION_LINE = re.compile(r'^ActionModule = module_action\("([a-z0-9_]+)"\)$', re.M)
 
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
