@@ -113,6 +113,9 @@ UPGRADE = [
     ("on-deadline", {"tfops_on_deadline": "explode"}, "tfops_on_deadline: 'explode' is not one of pause, fail"),
     ("image", {"tfops_hypervisor_image": "Bad Image:1"}, "tfops_hypervisor_image: 'Bad Image:1' is not a valid image"),
     ("chart-version", {"tfops_chart_version": "latest!"}, "tfops_chart_version: 'latest!' is not a chart version"),
+    # #46: a version the repository does not have was found by helm after the lock and a restore point.
+    ("chart-version-missing", {"tfops_chart_version": "9.9.9"},
+     "tfops_chart_version: 9.9.9 is not a version of chart tensor-fusion in the chart repository's index (it has "),
     ("gates", {"tfops_gates": "abc"}, "tfops_gates: a string, not a mapping"),
     ("values", {"tfops_values": "notadict"}, "tfops_values: a string, not a mapping"),
     ("region", {"tfops_region": "mars"}, "tfops_region: 'mars' is not one of international, cn"),

@@ -23,10 +23,14 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import store as snapshot_store
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import inputs
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm import repo_index
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 DEFAULT_NAMESPACE = "tensor-fusion-sys"
+# The upgrade runbook's chart and repository when the run names none (vars/runbook.yml).
+DEFAULT_CHART = "tensor-fusion"
+DEFAULT_CHART_REPO = "https://download.tensor-fusion.ai"
 
 
 def run(ctx):
@@ -75,6 +79,8 @@ class ClusterInputs(Run):
         for name in ("tfops_window_pool", "tfops_verify_pool"):
             if checked.get(name):
                 steps.append(lambda n=name: self._gpupool(n, checked[n]))
+        if playbook == "upgrade" and checked.get("tfops_chart_version") and given.get("tfops_chart_repo") != "":
+            steps.append(lambda: self._chart_version(checked))
         if playbook == "rollback" and snapshot_store.is_reference(checked.get("tfops_snapshot")):
             steps.append(lambda: self._snapshot(checked["tfops_snapshot"]))
         if playbook == "rotate_secret" and checked.get("tfops_secret_name"):
@@ -104,6 +110,20 @@ class ClusterInputs(Run):
             if exc.status == 404 and not exc.details.get("route_missing"):
                 return None
             raise
+
+    def _chart_version(self, checked):
+        """A pinned chart version that the repository's index does not list (a run would take the
+        lock and a restore point before helm said so). An index that cannot be read is said, not
+        refused: helm reads it again."""
+        chart = repo_index.plain_chart_name(checked.get("tfops_chart") or DEFAULT_CHART)
+        if chart is None or not repo_index.EXACT.match(str(checked["tfops_chart_version"])):
+            return None
+        try:
+            index = repo_index.fetch(checked.get("tfops_chart_repo") or DEFAULT_CHART_REPO)
+        except TfopsError as exc:
+            self.unchecked.append("tfops_chart_version: %s" % exc.msg)
+            return None
+        return repo_index.missing(index, chart, checked["tfops_chart_version"])
 
     def _namespace(self, name, namespace, default):
         found = self.kube.namespace_exists(namespace)
