@@ -101,7 +101,10 @@ def with_spec(spec, value, name, **rules):
     # that use this file must not cost every task (tests/unit/plugins/filter/test_runbook.py).
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
     from ansible.module_utils.errors import UnsupportedError
-    result = ArgumentSpecValidator(spec, **rules).validate(copy.deepcopy(value))
+    try:
+        result = ArgumentSpecValidator(spec, **rules).validate(copy.deepcopy(value))
+    except (OverflowError, ValueError, TypeError) as exc:  # a number past any int (inf, 1e400), ...
+        raise InvalidInput("%s: a value that is not of its kind (%s)" % (name or "the value", exc))
     if result.error_messages:
         # ansible-core's message of an unknown option starts with its name: say what it is.
         text = "; ".join(("unknown key %s" % error.msg if isinstance(error, UnsupportedError) else error.msg)

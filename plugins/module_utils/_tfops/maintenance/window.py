@@ -14,6 +14,7 @@ touch merge into one. Everything here is UTC inside; only cron matching uses the
 from __future__ import annotations
 
 import datetime
+import math
 import heapq
 import re
 
@@ -58,6 +59,9 @@ def require_croniter():
 
 # --- durations ---------------------------------------------------------------------------------
 
+MAX_DURATION_SECONDS = 366 * 24 * 3600  # a window, a margin: never more than a year
+
+
 def parse_duration(value, what="duration"):
     """A timedelta from a Go duration (``10m``, ``1h30m``, ``1.5h``, ``90s``) or a number of seconds.
 
@@ -74,6 +78,8 @@ def parse_duration(value, what="duration"):
             seconds = float(text)
         else:
             seconds = _go_duration_seconds(text, what)
+    if not math.isfinite(seconds) or seconds > MAX_DURATION_SECONDS:
+        raise InvalidInput("%s: %r is not a duration such as 4h, 90m or 1h30m (at most a year)" % (what, value))
     if seconds < 0:
         raise InvalidInput("%s: %r is negative" % (what, value))
     return datetime.timedelta(seconds=seconds)

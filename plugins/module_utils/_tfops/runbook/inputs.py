@@ -83,6 +83,18 @@ def returning(check):
     return checked
 
 
+# A variable given as text (a name, a path, an image, a code), or a list of such, is at most this
+# long: a line of a log and a field of the report, not a document (mappings carry documents).
+MAX_TEXT = 4096
+
+
+def bounded_text(value, name):
+    """Refuse text (or a list's text) longer than MAX_TEXT, whatever the variable."""
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str) and len(item) > MAX_TEXT:
+            raise InvalidInput("%s is %d characters long; text is at most %d" % (name, len(item), MAX_TEXT))
+
+
 def text(value, name):
     if not isinstance(value, str):
         raise InvalidInput("%s: %s, not text" % (name, values.kind_of(value)))
@@ -461,6 +473,7 @@ def check(playbook, given, helm_on_path=None, awx=None):
                 problems.append("%s is required" % variable.name)
             continue
         try:
+            bounded_text(value, variable.name)
             checked[variable.name] = variable.check(value, variable.name)
         except InvalidInput as exc:
             problems.append(exc.msg)

@@ -267,3 +267,19 @@ def test_a_kubeconfig_is_one_and_given_as_data_runs_no_command_unless_allowed(tm
     import yaml
     with_exec.write_text(yaml.safe_dump(inline))
     assert problems("precheck", tfops_kubeconfig=str(with_exec)) == []
+
+
+BAD_SHAPES = [object(), {"a": {"b": [["deep"]]}}, [[["deep"]]], -1, float("nan"), float("inf"), 10 ** 30, True]
+
+
+@pytest.mark.parametrize("playbook", inputs.RUNBOOKS)
+def test_every_variable_has_a_checker_that_refuses_what_is_not_its_kind(playbook):
+    """#46 item 6: each variable of each runbook is checked - text past the bound is refused
+    whatever the variable, and no value of another shape crashes the check (it is refused or, for
+    the variables that take any shape such as Helm values, passed as data)."""
+    for variable in inputs.variables(playbook):
+        checked, problems = inputs.check(playbook, {variable.name: "x" * (inputs.MAX_TEXT + 1)}, helm_on_path="/bin/helm")
+        assert any(p.startswith(variable.name) for p in problems), (variable.name, problems)
+        for bad in BAD_SHAPES:
+            checked, problems = inputs.check(playbook, {variable.name: bad}, helm_on_path="/bin/helm")
+            assert variable.name in checked or any(variable.name in p for p in problems), (variable.name, bad)
