@@ -326,7 +326,8 @@ def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api
     as the real operator's Pod would be gone): the rollout waits, finishes once it is back, and
     its warnings say the operator was away and for how long (#45 item 4)."""
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
-    job = _background_rollout(lab, "3.9.2")
+    tag = "3.9.%d" % (uuid.uuid4().int % 300)  # a change every time (the lab may be reused)
+    job = _background_rollout(lab, tag)
     try:
         wait_pool(api_client, pool_progress_at_least(20))
         with controller_stopped(api_client):
@@ -337,10 +338,31 @@ def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api
         if job.poll() is None:
             job.kill()
     assert job.returncode == 0, out[-3000:]
-    assert hypervisor_images(api_client) == [f"{HV}:3.9.2"]
+    assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
     said = re.search(r"the TensorFusion operator \(its controller and the webhook its Pods serve\) was away "
                      r"for (\d+)s while this task waited \(from [^)]+\): its controller Deployment \S+ has no Ready Pod", out)
     assert said and 10 <= int(said.group(1)) <= 60, out[-3000:]
+
+
+def test_an_etcd_outage_while_the_rollout_waits_is_said_with_how_long(lab, api_client):
+    """etcd stopped for 25 s mid-rollout (kube-apiserver answers, but cannot read): the pool's watch
+    goes quiet, the rollout waits, finishes once etcd is back, and its warnings say the API
+    server's storage was away and for how long (#45 item 4)."""
+    tf.set_knobs(api_client, batchGapFloorSeconds=4)
+    tag = "3.9.%d" % (300 + uuid.uuid4().int % 600)  # a change every time (the lab may be reused)
+    job = _background_rollout(lab, tag)
+    try:
+        wait_pool(api_client, pool_progress_at_least(20))
+        cluster.outage(lab["state_dir"], 25, component="etcd")
+        out, _err = job.communicate(timeout=600)
+    finally:
+        tf.set_knobs(api_client, batchGapFloorSeconds=None)
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, out[-3000:]
+    assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
+    said = re.search(r"the API server kept \d+ reads? waiting for (\d+)s in all, the longest \d+s \([^)]+\): its storage, etcd, was away", out)
+    assert said and 5 <= int(said.group(1)) <= 90, out[-3000:]
 
 
 def test_concurrent_edit_of_another_pool_survives(lab, api_client):

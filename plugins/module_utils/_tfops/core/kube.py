@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import ssl
+import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth import (
     build_api_client,
@@ -162,6 +163,7 @@ class Kube:
             self.fence.check()
         backoff = retry.Backoff()
         while True:
+            sent = time.monotonic()
             try:
                 result = fn(*args, **kwargs)
             except (ApiException, DynamicApiError) as exc:
@@ -172,6 +174,8 @@ class Kube:
                 again = may_resend(verb, exc)
             else:
                 self.outages.recovered()
+                if verb in ("get", "list"):  # a watch is long by design
+                    self.outages.answered(time.monotonic() - sent, "%s %s" % (verb, resource_desc))
                 if not retry.is_read(verb) and not kwargs.get("dry_run"):
                     self.written = True  # a server-side dry run (check mode) writes nothing
                     self.writes += 1

@@ -5,7 +5,7 @@
 its controller Deployment) or kube-controller-manager (its leader Lease not renewed). A wait that
 sees no progress looks every LOOK_SECONDS; what it found is said at the end, with how long, so a
 run that waited says why (an API server or etcd that could not be reached is said by the retries,
-core/retry.py). The tracking is pure (clocks injected); the looks are two small reads."""
+core/retry.py, and so is a storage, etcd, that keeps reads waiting). The tracking is pure (clocks injected); the looks are two small reads."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ class Looker:
                 self.readable[name] = False
                 self.notes.append("whether %s is up is not watched while the rollout waits (%s)" % (name, exc.msg))
                 continue
-            except ApiError:  # the API server itself is away: the retries say so
+            except ApiError:  # the API server or its storage is away: the retries say so (core/retry.py)
                 continue
             self.absences.saw(name, present, why)
 

@@ -68,3 +68,16 @@ def test_a_404_from_the_router_is_retried_only_right_after_an_outage_a_missing_o
         assert retry.retriable(verb, status=404, just_back=True, route_missing=True)
         assert not retry.retriable(verb, status=404, just_back=False, route_missing=True)
         assert not retry.retriable(verb, status=404, just_back=True, route_missing=False)
+
+
+def test_reads_the_api_server_kept_waiting_are_said_in_one_warning():
+    """etcd away: kube-apiserver answers a list only once etcd is back (measured on the lab: 17 s of
+    a 20 s outage) - no failure for the retries to see, but the wait is said."""
+    outages = retry.Outages()
+    outages.answered(0.2, "list pods")
+    assert outages.warnings() == []
+    outages.answered(17.4, "list pods in tensor-fusion-sys")
+    outages.answered(6.0, "get gpupools/x")
+    assert outages.warnings() == [
+        "the API server kept 2 reads waiting for 23s in all, the longest 17s (list pods in tensor-fusion-sys): "
+        "its storage, etcd, was away or it was overloaded"]
