@@ -705,7 +705,9 @@ def interrupt_mid_pools(api_client, extra, image, how):
     return job.finish(timeout=120)
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+# SIGTERM only: SIGINT takes the same path in the warden (the run's process ends), and a Ctrl-C
+# of the whole process group is the mid-chart test's (CI time).
+@pytest.mark.parametrize("how", [signal.SIGTERM], ids=["SIGTERM"])
 def test_a_run_stopped_mid_pools_pauses_its_rollout_and_the_rerun_resumes_it(rb, api_client, at_2_17_0, how):
     """SIGTERM (an AWX job cancelled) or Ctrl-C while the pool rolls: ansible-playbook ends within
     a second; its warden pauses the rollout at that point (as a deadline does, recorded in the
