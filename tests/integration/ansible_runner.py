@@ -6,6 +6,7 @@ playbooks), TFOPS_TEST_COLLECTIONS_PATH the collection installed there from the 
 TFOPS_TEST_IN_PROCESS=false runs every module as a module process (tfops_in_process: false)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,20 @@ class BackgroundRun:
 
     def __init__(self, proc, results_file):
         self.proc, self.results_file = proc, results_file
+
+    def interrupt(self, sig, group=False, again_after=10.0):
+        """Send ``sig`` to ansible-playbook (``group``: to its process group, as a terminal's Ctrl-C;
+        the run must have been started with session=True). A SIGINT is sent again after
+        ``again_after`` seconds if the run has not ended, as a user presses Ctrl-C again: measured,
+        ansible-core misses a first SIGINT that lands as it starts a task's worker (1 or 2 in 10)."""
+        send = (lambda: os.killpg(self.proc.pid, sig)) if group else (lambda: os.kill(self.proc.pid, sig))
+        send()
+        if sig != signal.SIGINT:
+            return
+        try:
+            self.proc.wait(timeout=again_after)
+        except subprocess.TimeoutExpired:
+            send()
 
     def finish(self, timeout=600):
         try:

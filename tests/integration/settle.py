@@ -88,11 +88,13 @@ def controller_stopped(api_client):
         NS, label_selector="tensor-fusion.ai/component=operator").items[0].metadata.name
     apps.patch_namespaced_deployment_scale(name, NS, {"spec": {"replicas": 0}})
     try:
+        # 180 s: after an API server outage kube-controller-manager's informers may be in their
+        # back-off for over a minute (see the ns fixture).
         wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
                  and not d.status.available_replicas and d.status.observed_generation == d.metadata.generation,
-                 namespace=NS)
+                 namespace=NS, timeout=180)
         yield name
     finally:
         apps.patch_namespaced_deployment_scale(name, NS, {"spec": {"replicas": 1}})
     wait_for(apps.list_namespaced_deployment, lambda d: d.metadata.name == name
-             and (d.status.available_replicas or 0) == 1, namespace=NS)
+             and (d.status.available_replicas or 0) == 1, namespace=NS, timeout=180)

@@ -203,7 +203,7 @@ def test_an_interrupted_runs_lock_is_released_by_its_warden_and_taken_from_anywh
         lease = held_lease(api_client, ns, name)
         below = descendants(first.proc.pid)
         warden = warden_pid(ns, name)
-        os.kill(first.proc.pid, how)
+        first.interrupt(how)
         first.proc.wait(timeout=30)
         stopped = time.monotonic()
         lease = wait_for(client.CoordinationV1Api(api_client).list_namespaced_lease,

@@ -779,9 +779,9 @@ def test_a_run_stopped_while_helm_writes_keeps_its_lock_until_helm_is_done(rb, a
         assert "helm upgrade of release %s/%s" % (NS, RELEASE) in lease.metadata.annotations["tensorfusion.ops/writing"]
     finally:
         if how == "SIGTERM":
-            os.kill(job.proc.pid, signal.SIGTERM)
+            job.interrupt(signal.SIGTERM)
         else:
-            os.killpg(job.proc.pid, signal.SIGINT)
+            job.interrupt(signal.SIGINT, group=True)
     stopped = job.finish(timeout=120)
     assert stopped.rc != 0
     free = wait_for(leases.list_namespaced_lease, lambda le: le.metadata.name == LEASE and not le.spec.holder_identity,

@@ -45,4 +45,3 @@ def test_the_controller_manager_is_up_while_its_leader_renews():
     away = absences.controller_manager_present(lease, T0 + datetime.timedelta(seconds=45))
     assert away == (False, "its leader Lease was last renewed 45s before (at 2026-12-07T02:00:00.000000Z)")
     assert absences.controller_manager_present({"spec": {}}, T0)[0] is False
-
