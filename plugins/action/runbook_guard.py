@@ -28,6 +28,9 @@ def unsafe(value):
     return is_trusted_as_template is not None and isinstance(value, str) and not is_trusted_as_template(value)
 
 
+TRUST = "tfops_trust_templates"
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("playbook",))
@@ -41,6 +44,10 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, templated=[],
                         msg="playbook must be one of %s, not %r" % (", ".join(inputs.PLAYBOOKS), playbook))
         task_vars = task_vars or {}
+        if task_vars.get(TRUST) is True:
+            # A playbook of the user's own that imports the runbook and sets its variables from
+            # others: those templates are its code (a YAML true; no survey answer is one).
+            return dict(result, changed=False, templated=[], trusted=True)
         given = dict((v.name, task_vars[v.name]) for v in inputs.variables(playbook) if v.name in task_vars)
         names = as_data.templated(given, unsafe)
         result.update(changed=False, templated=names)

@@ -18,6 +18,10 @@ description:
     a pipe, a file read).
   - A value marked unsafe (C(!unsafe) in YAML, as AWX marks survey answers) is text Ansible never
     renders, and passes.
+  - A playbook of your own that imports a runbook and sets its variables from other variables
+    (C(tfops_kubeconfig) given as a reference to C(my_kubeconfig) in the import's C(vars)) writes
+    templates as its code - it sets C(tfops_trust_templates) to a YAML C(true) there, and nothing is
+    refused. Only a boolean true counts (a survey answer is text).
   - Runs on the controller as an action (it reads the play's variables as they were given, which
     no module argument could carry without rendering them); it writes nothing. C(tfops_hosts) is
     rendered by the play's own header before any task and is not covered.
@@ -45,6 +49,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+trusted:
+  description: Whether C(tfops_trust_templates) was true, so that nothing was looked at.
+  returned: when true
+  type: bool
+  sample: true
 templated:
   description: The variables refused for holding a template (empty when none does).
   returned: always

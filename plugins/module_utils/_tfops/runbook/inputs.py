@@ -344,6 +344,8 @@ SPEC = [
     # The cluster, the Python, the release (every runbook).
     V("tfops_kubeconfig", ALL, kubeconfig, secret="mapping"),
     V("tfops_kubeconfig_allow_exec", ALL, boolean),
+    # Read raw by runbook_guard (only a YAML true counts there); checked here like any boolean.
+    V("tfops_trust_templates", ALL, boolean),
     V("tfops_context", ALL, text),
     V("tfops_python_interpreter", ALL, executable),
     V("tfops_in_process", ALL, boolean),
