@@ -299,18 +299,15 @@ def test_api_server_restart_during_the_wait(lab, api_client):
     assert hypervisor_images(api_client) == [f"{HV}:3.7.0"]
 
 
-# Before the API server outages below: kube-controller-manager may be in its back-off after one.
-def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api_client):
-    """The controller Deployment scaled to 0 for about 25 s mid-rollout (the double stops acting,
-    as the real operator's Pod would be gone): the rollout waits, finishes once it is back, and
-    its warnings say the operator was away and for how long (#45 item 4)."""
+def _disturbed_rollout(lab, api_client, disturb):
+    """A hypervisor rollout (a new tag every time: the lab may be reused) disturbed by ``disturb()``
+    once its campaign is at 20 %: (its output, the tag); it must finish."""
     tf.set_knobs(api_client, batchGapFloorSeconds=4)
-    tag = "3.9.%d" % (uuid.uuid4().int % 300)  # a change every time (the lab may be reused)
+    tag = "3.9.%d" % (uuid.uuid4().int % 900)
     job = _background_rollout(lab, tag)
     try:
         wait_pool(api_client, pool_progress_at_least(20))
-        with controller_stopped(api_client):
-            time.sleep(25)
+        disturb()
         out, _err = job.communicate(timeout=600)
     finally:
         tf.set_knobs(api_client, batchGapFloorSeconds=None)
@@ -318,29 +315,32 @@ def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api
             job.kill()
     assert job.returncode == 0, out[-3000:]
     assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
+    return out
+
+
+def _operator_away(api_client, seconds):
+    with controller_stopped(api_client):
+        time.sleep(seconds)
+
+
+# Before the API server outages below: kube-controller-manager may be in its back-off after one.
+def test_an_operator_away_while_the_rollout_waits_is_said_with_how_long(lab, api_client):
+    """The controller Deployment scaled to 0 for about 25 s mid-rollout (the double stops acting,
+    as the real operator's Pod would be gone): the rollout waits, finishes once it is back, and
+    its warnings say the operator was away and for how long (#45 item 4)."""
+    out = _disturbed_rollout(lab, api_client, lambda: _operator_away(api_client, 25))
     said = re.search(r"the TensorFusion operator \(its controller and the webhook its Pods serve\) was away "
                      r"for (\d+)s while this task waited \(from [^)]+\): its controller Deployment \S+ has no Ready Pod", out)
     assert said and 10 <= int(said.group(1)) <= 60, out[-3000:]
 
 
 def test_an_etcd_outage_while_the_rollout_waits_is_said_with_how_long(lab, api_client):
-    """etcd stopped for 25 s mid-rollout (kube-apiserver answers, but cannot read): the pool's watch
-    goes quiet, the rollout waits, finishes once etcd is back, and its warnings say the API
-    server's storage was away and for how long (#45 item 4)."""
-    tf.set_knobs(api_client, batchGapFloorSeconds=4)
-    tag = "3.9.%d" % (300 + uuid.uuid4().int % 600)  # a change every time (the lab may be reused)
-    job = _background_rollout(lab, tag)
-    try:
-        wait_pool(api_client, pool_progress_at_least(20))
-        cluster.outage(lab["state_dir"], 25, component="etcd")
-        out, _err = job.communicate(timeout=600)
-    finally:
-        tf.set_knobs(api_client, batchGapFloorSeconds=None)
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode == 0, out[-3000:]
-    assert hypervisor_images(api_client) == [f"{HV}:{tag}"]
-    said = re.search(r"the API server kept \d+ reads? waiting for (\d+)s in all, the longest \d+s \([^)]+\): its storage, etcd, was away", out)
+    """etcd stopped for 25 s mid-rollout (kube-apiserver answers, but a read waits for etcd): the
+    pool's watch goes quiet, the rollout waits, finishes once etcd is back, and its warnings say
+    the API server kept reads waiting, and for how long (#45 item 4)."""
+    out = _disturbed_rollout(lab, api_client, lambda: cluster.outage(lab["state_dir"], 25, component="etcd"))
+    said = re.search(r"the API server kept \d+ reads? waiting for (\d+)s in all, the longest \d+s \([^)]+\): "
+                     r"its storage, etcd, was away", out)
     assert said and 5 <= int(said.group(1)) <= 90, out[-3000:]
 
 
