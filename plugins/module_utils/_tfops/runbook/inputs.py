@@ -475,9 +475,11 @@ def check(playbook, given, helm_on_path=None, awx=None):
                 problems.append("%s is required" % variable.name)
             continue
         try:
-            bounded_text(value, variable.name)
+            # The variable's own check first: its refusal is the more precise one (a holder's 256).
             checked[variable.name] = variable.check(value, variable.name)
+            bounded_text(value, variable.name)
         except InvalidInput as exc:
+            checked.pop(variable.name, None)
             problems.append(exc.msg)
     for rule in RULES:
         try:
