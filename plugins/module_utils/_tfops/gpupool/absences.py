@@ -5,7 +5,8 @@
 its controller Deployment) or kube-controller-manager (its leader Lease not renewed). A wait that
 sees no progress looks every LOOK_SECONDS; what it found is said at the end, with how long, so a
 run that waited says why (an API server or etcd that could not be reached is said by the retries,
-core/retry.py, and so is a storage, etcd, that keeps reads waiting). The tracking is pure (clocks injected); the looks are two small reads."""
+core/retry.py, and so is a storage, etcd, that keeps reads waiting). The tracking is pure
+(clocks injected); the looks are two small reads."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, parse_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError, Forbidden
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
 
 LOOK_SECONDS = 10.0  # how often a wait without progress looks, and so the shortest absence seen
 OPERATOR = "the TensorFusion operator (its controller and the webhook its Pods serve)"
@@ -97,7 +99,6 @@ class Looker:
             self.absences.saw(name, present, why)
 
     def _operator(self):
-        from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.kube import list_pages
         deployments = self.kube.resource("Deployment", api_version="apps/v1")
         return operator_present(list(list_pages(self.kube, deployments, namespace=self.namespace,
                                                 label_selector="tensor-fusion.ai/component=operator")))

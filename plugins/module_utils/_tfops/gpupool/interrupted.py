@@ -30,16 +30,22 @@ def under_way(pool, components):
     return out
 
 
-def stop_rollouts(kube, lease_view):
-    """Pause the rollouts the run's Lease names (its ``rolling``: the gpupool_rollout waits under
-    way when the run ended) that have not finished. Returns what it paused, for the Lease's
-    reason ("hypervisor of GPUPool x at 40%")."""
-    paused = []
+def rolling_pools(kube, lease_view):
+    """(item, editor, TensorFusionCluster, GPUPool name, GPUPool) of each rollout the Lease's
+    ``rolling`` names (the gpupool_rollout waits under way when the run ended), as read now."""
     for item in lease_view.get("rolling") or []:
         editor = ClusterEditor(kube, item["cluster"])
         tfc = editor.read()
         gpupool = rollout.gpupool_name(tfc, rollout.find_pool_index(tfc, item["pool"]))
-        running = under_way(PoolObserver(kube, gpupool).read_pool(), item["components"])
+        yield item, editor, tfc, gpupool, PoolObserver(kube, gpupool).read_pool()
+
+
+def stop_rollouts(kube, lease_view):
+    """Pause the rollouts the run's Lease names that have not finished. Returns what it paused,
+    for the Lease's reason ("hypervisor of GPUPool x at 40%")."""
+    paused = []
+    for item, editor, _tfc, gpupool, pool in rolling_pools(kube, lease_view):
+        running = under_way(pool, item["components"])
         if running:
             editor.update(pause_transform(item["pool"], [comp for comp, _progress in running]))
             paused.extend("%s of GPUPool %s at %d%%" % (comp, gpupool, progress) for comp, progress in running)

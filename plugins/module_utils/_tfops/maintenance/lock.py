@@ -231,10 +231,10 @@ def parse_rolling(text):
 
 def parse_writing(text):
     """The WRITING annotation as {pid, started, host, what}, or None. Pure."""
-    found = dict(part.partition("=")[::2] for part in (text or "").split(" what=", 1)[0].split())
+    head, _sep, what = (text or "").partition(" what=")
+    found = dict(part.partition("=")[::2] for part in head.split())
     try:
-        return {"pid": int(found["pid"]), "started": int(found["started"]), "host": found.get("host"),
-                "what": (text.split(" what=", 1)[1] if " what=" in text else "")}
+        return {"pid": int(found["pid"]), "started": int(found["started"]), "host": found.get("host"), "what": what}
     except (KeyError, ValueError):
         return None
 

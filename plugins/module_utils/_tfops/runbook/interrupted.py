@@ -11,16 +11,11 @@ effort: a record that cannot be written is said, and never keeps a lock held."""
 
 from __future__ import annotations
 
-import datetime
-
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import micro_time, utcnow
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import (
-    ClusterEditor,
-    PoolObserver,
-    paused_marker,
-)
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import interrupted as pausing
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cluster import paused_marker
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import interrupted as records
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.report import render, store
@@ -31,15 +26,10 @@ WARDEN_HOOK = __name__ + ":for_warden"
 
 def _pools(kube, view):
     """pool_entry items of the rollouts the Lease names, as the cluster shows them now."""
-    out = []
-    for item in view.get("rolling") or []:
-        tfc = ClusterEditor(kube, item["cluster"]).read()
-        gpupool = rollout.gpupool_name(tfc, rollout.find_pool_index(tfc, item["pool"]))
-        pool = PoolObserver(kube, gpupool).read_pool()
-        components = dict((comp, rollout.component_status(pool, comp)[1:3]) for comp in item["components"])
-        out.append(records.pool_entry(item["cluster"], item["pool"], gpupool, components,
-                                      paused_marker(tfc).get(item["pool"]) or []))
-    return out
+    return [records.pool_entry(item["cluster"], item["pool"], gpupool,
+                               dict((comp, rollout.component_status(pool, comp)[1:3]) for comp in item["components"]),
+                               paused_marker(tfc).get(item["pool"]) or [])
+            for item, _editor, tfc, gpupool, pool in pausing.rolling_pools(kube, view)]
 
 
 def _release(kube, ref):
@@ -60,7 +50,7 @@ def write(kube, view, recorded_by, why, paused=(), pause_failed=None, dest=None)
     if not ref:
         return None, None
     try:
-        record = records.build(ref, view, micro_time(datetime.datetime.now(datetime.timezone.utc)), recorded_by,
+        record = records.build(ref, view, micro_time(utcnow()), recorded_by,
                                why, paused, pause_failed, _release(kube, ref), _pools(kube, view))
         files = render.report_files(record)
         where = ref.get("store") or "both"
