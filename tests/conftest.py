@@ -4,6 +4,7 @@ The session's lab is started once and stopped at the end. A lab that cannot star
 with the reason, never a skip.
 """
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -32,8 +33,19 @@ def kube_version():
     return os.environ.get("TFOPS_TEST_KUBE_VERSION") or paths.DEFAULT_KUBE_MINOR
 
 
+def keep_logs_if_failed(request, state_dir: Path) -> None:
+    """A lab about to be stopped after a failed test keeps its logs beside it
+    (``<state_dir>.failed-logs``): a test's failure is often explained by what a component did."""
+    logs = state_dir / "logs"
+    if request.session.testsfailed and logs.is_dir():
+        kept = state_dir.with_name(state_dir.name + ".failed-logs")
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(logs, kept)
+        print(f"\nthe lab's logs are kept in {kept}", file=sys.stderr)
+
+
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, request):
     """The session's lab: a dict with server, token, kubeconfig, state_dir, nodes, tensorfusion,
     on Kubernetes ``kube_version()``. TFOPS_TEST_LAB_STATE reuses a running lab (started with
     ``up --tensorfusion --nodes 10``)."""
@@ -46,6 +58,7 @@ def lab(tmp_path_factory):
                        kube_version=kube_version())
     yield state
     if not reuse:
+        keep_logs_if_failed(request, state_dir)
         cluster.down(state_dir)
 
 

@@ -6,6 +6,8 @@ plane. Its start is ``start(state, chart_version=V1)``, which can also be called
 Helpers for tests: ``stop_operator``, ``start_operator``, ``set_knobs``, ``helm_install``.
 """
 import base64
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +27,9 @@ NAMESPACE = "tensor-fusion-sys"
 RELEASE = "tensor-fusion-sys"
 CHART = "tensor-fusion"
 KNOBS = "tfops-lab-operator"
+# The double's answer to a knobs write: the digest of the data it applies, as an annotation of
+# the ConfigMap; set_knobs waits for it, so that no test runs under the knobs before its own.
+KNOBS_APPLIED = "tfops-lab/knobs-applied"
 ADDON = "tensorfusion"  # its name among the lab's add-ons (lab.addons)
 CRD_DIR = Path(__file__).resolve().parent.parent / "crds"
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -147,20 +152,53 @@ def stop_operator(state: Dict) -> None:
             procs.stop(rec)
 
 
-def set_knobs(api_client, namespace: str = NAMESPACE, **knobs) -> None:
+def knobs_digest(data) -> str:
+    """What the double writes into KNOBS_APPLIED once it applies the knobs ``data``."""
+    return hashlib.sha256(json.dumps(data or {}, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def set_knobs(api_client, namespace: str = NAMESPACE, applied_within: float = 60, **knobs) -> None:
     """Write the double's fault knobs (ConfigMap <namespace>/tfops-lab-operator, in the
-    operator's namespace); ``None`` removes a knob. Read live by the double."""
-    from kubernetes import client
+    operator's namespace); ``None`` removes a knob. Read live by the double, and returns once the
+    double says it applies them (``applied_within`` seconds at most, then LabError; 0: no wait,
+    for an operator that reads no knobs)."""
+    from kubernetes import client, watch
     from kubernetes.client.rest import ApiException
     core = client.CoreV1Api(api_client)
     data = {k: (None if v is None else str(v)) for k, v in knobs.items()}
     try:
-        core.patch_namespaced_config_map(KNOBS, namespace, {"data": data})
+        written = core.patch_namespaced_config_map(KNOBS, namespace, {"data": data})
     except ApiException as exc:
         if exc.status != 404:
             raise
-        core.create_namespaced_config_map(namespace, {
+        written = core.create_namespaced_config_map(namespace, {
             "metadata": {"name": KNOBS}, "data": {k: v for k, v in data.items() if v is not None}})
+    if not applied_within:
+        return
+    want = knobs_digest(written.data)
+    deadline = time.monotonic() + applied_within
+    seen = written
+    while (seen.metadata.annotations or {}).get(KNOBS_APPLIED) != want:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LabError(
+                f"the operator double has not applied its knobs {written.data} within "
+                f"{applied_within:g} s (ConfigMap {namespace}/{KNOBS}, annotation {KNOBS_APPLIED} "
+                f"is {(seen.metadata.annotations or {}).get(KNOBS_APPLIED)!r}, not {want!r}): is it "
+                "running? See the lab's logs/tf-operator.log")
+        stream = watch.Watch().stream(core.list_namespaced_config_map, namespace,
+                                      field_selector=f"metadata.name={KNOBS}",
+                                      resource_version=seen.metadata.resource_version,
+                                      timeout_seconds=max(1, int(remaining)))
+        try:
+            for event in stream:
+                seen = event["object"]
+                if (seen.metadata.annotations or {}).get(KNOBS_APPLIED) == want:
+                    break
+        except ApiException as exc:
+            if exc.status != 410:
+                raise
+            seen = core.read_namespaced_config_map(KNOBS, namespace)
 
 
 def helm_install(state: Dict, version: str = V1, helm_major: str = "3", values_cn: bool = False,

@@ -25,11 +25,11 @@ import time
 import kopf
 from kubernetes import client, config
 
+from . import KNOBS as KNOBS_NAME, KNOBS_APPLIED, knobs_digest
 from . import controllers as c
 from .kube import Api, key_of
 from .store import Store, WorkQueue
 
-KNOBS_NAME = "tfops-lab-operator"
 log = logging.getLogger("tf-operator")
 
 
@@ -122,7 +122,8 @@ class Operator:
         self.handlers = {"tfc": self.ctl.reconcile_tfc, "pool": self.ctl.reconcile_pool,
                          "gpunode": self.ctl.reconcile_gpunode, "node": self.ctl.reconcile_node,
                          "pc": self.ctl.reconcile_pc, "workload": self.ctl.reconcile_workload,
-                         "tfpod": self.ctl.reconcile_tfpod}
+                         "tfpod": self.ctl.reconcile_tfpod, "knobs": self.acknowledge_knobs}
+        self.knobs_data = None  # the data last applied (None: no ConfigMap)
 
     # ---------------------------------------------------------------- events -> cache + queue
     def prime(self, kind, obj):
@@ -133,7 +134,7 @@ class Operator:
             return
         if kind == "configmap":
             if obj["metadata"].get("name") == KNOBS_NAME and obj["metadata"].get("namespace") == self.ns:
-                self.knobs.update(obj.get("data"))
+                self.apply_knobs(obj)
             return
         if kind == "pod" and not self._interesting_pod(obj):
             return
@@ -151,8 +152,7 @@ class Operator:
         if kind == "configmap":
             if obj["metadata"].get("name") == KNOBS_NAME and \
                     obj["metadata"].get("namespace") == self.ns:
-                self.knobs.update(None if event.get("type") == "DELETED" else obj.get("data"))
-                log.info("knobs: %s", vars(self.knobs))
+                self.apply_knobs(None if event.get("type") == "DELETED" else obj)
                 for name, _ in self.store.items("pool"):
                     self.queue.add(("pool", name))
             return
@@ -163,6 +163,30 @@ class Operator:
             self._enqueue_for(kind, key, obj, old)
         else:
             self.cache(kind, key, obj)
+
+    def apply_knobs(self, obj):
+        """The knobs of the ConfigMap ``obj`` (None: deleted) from now on; its acknowledgment is
+        queued unless it already names this data."""
+        data = dict(obj.get("data") or {}) if obj else None
+        if data != self.knobs_data:
+            self.knobs.update(data)
+            log.info("knobs: %s", vars(self.knobs))
+        self.knobs_data = data
+        if obj and (c.meta(obj).get("annotations") or {}).get(KNOBS_APPLIED) != knobs_digest(data):
+            self.queue.add(("knobs", KNOBS_NAME))
+
+    def acknowledge_knobs(self, _name):
+        """KNOBS_APPLIED names the data applied; if the ConfigMap changed meanwhile, its own event
+        queues the next acknowledgment."""
+        if self.knobs_data is None:
+            return None
+        try:
+            self.api.core.patch_namespaced_config_map(KNOBS_NAME, self.ns, {"metadata": {
+                "annotations": {KNOBS_APPLIED: knobs_digest(self.knobs_data)}}})
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+        return None
 
     def cache(self, kind, key, obj):
         """An object reaches the cache, from a watch event or as the response of our own write
@@ -252,7 +276,7 @@ class Operator:
         while True:
             key = self.queue.get()
             try:
-                if not self.active or not self.listed:
+                if key[0] != "knobs" and (not self.active or not self.listed):
                     continue  # dropped; everything is enqueued again on activation
                 again = self.handlers[key[0]](key[1])
                 if again is not None:
