@@ -41,6 +41,9 @@ def main(argv=None) -> int:
                       help="seconds from bound to Ready for a Pod")
     p_up.add_argument("--no-node-lifecycle", action="store_true",
                       help="leave out the node-lifecycle controller (for very large node counts)")
+    p_up.add_argument("--leader-elect", action="store_true",
+                      help="kube-controller-manager elects its leader through its Lease, as a "
+                           "production control plane does (a restart then waits for the Lease)")
     p_up.add_argument("--tensorfusion", action="store_true",
                       help="also install TensorFusion: CRDs, operator double, webhook, chart")
     p_up.add_argument("--chart-version", default=None,
@@ -49,10 +52,11 @@ def main(argv=None) -> int:
                       help="release (and operator) namespace of TensorFusion "
                            "(default: tensor-fusion-sys)")
     sub.add_parser("down", help="stop exactly the processes this lab started; remove its state")
-    p_out = sub.add_parser("outage", help="stop kube-apiserver (or etcd) for some seconds, then "
-                                          "start it again with the same flags")
+    p_out = sub.add_parser("outage", help="stop kube-apiserver (or etcd, or "
+                                          "kube-controller-manager) for some seconds, then start "
+                                          "it again with the same flags")
     p_out.add_argument("--seconds", type=float, default=5.0)
-    p_out.add_argument("--component", default="kube-apiserver", choices=["kube-apiserver", "etcd"])
+    p_out.add_argument("--component", default="kube-apiserver", choices=list(cluster.OUTAGE_COMPONENTS))
     sub.add_parser("status", help="print the lab's state as JSON")
     sub.add_parser("env", help="print shell exports for KUBECONFIG, helm and kubectl")
     args = parser.parse_args(argv)
@@ -67,7 +71,8 @@ def main(argv=None) -> int:
                                          namespace=args.namespace)] if args.tensorfusion else []
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
-                               node_lifecycle=not args.no_node_lifecycle, addons=addons,
+                               node_lifecycle=not args.no_node_lifecycle,
+                               leader_elect=args.leader_elect, addons=addons,
                                kube_version=args.kube_version)
             print(f"lab up in {time.monotonic() - started:.1f}s: {state['server']} "
                   f"(KUBECONFIG={state['kubeconfig']})", file=sys.stderr)

@@ -76,12 +76,14 @@ def _wait_for(what: str, check, state: Dict, deadline: float,
 
 
 def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float = 0.5,
-       node_lifecycle: bool = True, timeout: float = 120.0,
+       node_lifecycle: bool = True, leader_elect: bool = False, timeout: float = 120.0,
        addons: Sequence[Union[str, addons_mod.Addon]] = (),
        kube_version: Optional[str] = None) -> Dict:
     """Start the control plane (Kubernetes ``kube_version``, a minor such as "1.34" or a
     release; default the lab's default), then ``addons`` in their order (add-on objects, or
-    names of registered add-ons with their default options); returns the state. A lab already
+    names of registered add-ons with their default options); returns the state. ``leader_elect``:
+    kube-controller-manager holds its leader Lease, kube-system/kube-controller-manager, as in
+    production (tests of who watches that Lease need it). A lab already
     running in ``state_dir`` is returned as it is."""
     state_dir = Path(state_dir).resolve()
     wanted = addons_mod.resolve(addons)
@@ -153,7 +155,9 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
                        + ("" if node_lifecycle else ",-node-lifecycle-controller"))
         state["processes"].append(_spawn_supervised("kube-controller-manager", [
             str(bin_dir / "kube-controller-manager"), f"--kubeconfig={state_dir / 'kubeconfig'}",
-            "--leader-elect=false", f"--service-account-private-key-file={pki / 'sa.key'}",
+            # Leader election off by default: a restart would wait out the Lease (15 s).
+            f"--leader-elect={str(leader_elect).lower()}",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
             f"--root-ca-file={pki / 'ca.crt'}", f"--controllers={controllers}",
             f"--secure-port={cm_port}", "--bind-address=127.0.0.1",
             f"--cert-dir={state_dir / 'cm-certs'}", "--use-service-account-credentials=false",
@@ -302,12 +306,16 @@ def restart_process(state_dir: Path, name: str, down_seconds: float = 0.0) -> Di
     raise LabError(f"the lab has no process named {name}")
 
 
+OUTAGE_COMPONENTS = ("kube-apiserver", "etcd", "kube-controller-manager")
+
+
 def outage(state_dir: Path, seconds: float, component: str = "kube-apiserver") -> None:
-    """An outage of ``seconds`` of kube-apiserver (or etcd): stopped, then started again with the
-    same flags. After an API server outage the lab's add-ons are told (TensorFusion's operator
-    double is restarted, as its Deployment would restart a crashed operator)."""
-    if component not in ("kube-apiserver", "etcd"):
-        raise LabError(f"an outage is of kube-apiserver or etcd, not {component}")
+    """An outage of ``seconds`` of kube-apiserver (or etcd, or kube-controller-manager): stopped,
+    then started again with the same flags. After an API server outage the lab's add-ons are told
+    (TensorFusion's operator double is restarted, as its Deployment would restart a crashed
+    operator)."""
+    if component not in OUTAGE_COMPONENTS:
+        raise LabError(f"an outage is of {', '.join(OUTAGE_COMPONENTS)}, not {component}")
     restart_process(state_dir, component, down_seconds=seconds)
     if component == "kube-apiserver":
         addons_mod.api_server_restarted(load_state(Path(state_dir).resolve()))

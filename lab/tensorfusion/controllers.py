@@ -183,7 +183,9 @@ class Controllers:
         # TF_ISOLATION_MODE_POLICY (the binary's default when unset is static).
         self.operator_version = ""
         self.isolation_policy = "static"
-        self.create_not_before = {}   # gpunode -> monotonic time (slow nodes)
+        # gpunode -> (the Pod hash it waits to create, monotonic time): slow nodes. Per hash, so
+        # that a wait left over from an earlier Pod (its GPUNode gone meanwhile) delays no other.
+        self.create_not_before = {}
         self.first_seen = {}          # (pool, component, hash) -> monotonic time (stale status)
         self.last_note = {}
 
@@ -434,7 +436,10 @@ class Controllers:
         if pod is None:
             delay = self.knobs.slow_node_delay(name)
             if delay > 0:
-                nb = self.create_not_before.setdefault(name, time.monotonic() + delay)
+                waited, nb = self.create_not_before.get(name, (None, 0.0))
+                if waited != desired:
+                    nb = time.monotonic() + delay
+                    self.create_not_before[name] = (desired, nb)
                 if time.monotonic() < nb:
                     return nb - time.monotonic()
             self.create_not_before.pop(name, None)

@@ -8,6 +8,8 @@ the task does not give them; then its main() in the worker on the controller
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleError
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import inputs
@@ -35,6 +37,11 @@ class ActionModule(InProcessModuleAction):
                     value = "<cannot be templated: %s>" % exc.message
                 (secret if variable.is_secret(value) else given)[variable.name] = value
             self._task.args = dict(args, variables=given, secret_variables=secret)
+        if "project" not in args and task_vars is not None:
+            # Where path variables may point: the playbook's folder and the working directory
+            # (AWX runs a job in its project's folder); runbook/places.py.
+            project = [p for p in (task_vars.get("playbook_dir"), os.getcwd()) if p]
+            self._task.args = dict(self._task.args, project=project)
         if "awx" not in args and task_vars is not None:
             # The AWX job's own extra variables (AWX sets each as awx_* and tower_*).
             found = dict((name, task_vars.get("awx_" + name, task_vars.get("tower_" + name))) for name in AWX)

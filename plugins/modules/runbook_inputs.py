@@ -60,6 +60,22 @@ options:
         C(tower_*)) when they are not given.
     type: dict
     default: {}
+  project:
+    description:
+      - The project's folders. A path variable (values files, a local chart, a plan, a snapshot
+        bundle, the kubeconfig, helm and the Python, the runbook's folders) may name files only
+        under them, under the runbook's own folders (C(tfops_snapshot_dir), C(tfops_artifacts_dir))
+        and the few others each kind of path allows (the home folder to write to, PATH to run
+        helm from, C(~/.kube) and the folder of E(K8S_AUTH_KUBECONFIG) for a kubeconfig); a path
+        is resolved (C(..), links) first. A path elsewhere is refused before its file is read.
+      - The folders of the controller's environment variable E(TFOPS_ALLOWED_PATHS)
+        (C(:)-separated) count for every kind; whoever runs the controller sets it (an AWX
+        administrator in the execution environment or a credential's injector), a survey cannot.
+      - In a playbook the action gives the playbook's folder and ansible-playbook's working
+        directory (AWX runs a job in its project's folder) when this is not given; else the
+        working directory.
+    type: list
+    elements: path
   cluster:
     description:
       - Also read the cluster (namespaces, pools, the Secret and its consumers, a snapshot
@@ -142,6 +158,7 @@ def main():
              variables=dict(type="dict", default={}),
              secret_variables=dict(type="dict", default={}, no_log=True),
              awx=dict(type="dict", default={}),
+             project=dict(type="list", elements="path"),
              cluster=dict(type="bool", default=True),
              **RETRY_ARG_SPEC),
         supports_check_mode=True)

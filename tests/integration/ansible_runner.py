@@ -40,6 +40,7 @@ class BackgroundRun:
 
     def __init__(self, proc, results_file):
         self.proc, self.results_file = proc, results_file
+        self.finished = None  # the PlaybookRun, once finish() has read it
 
     def interrupt(self, sig, group=False, again_after=10.0):
         """Send ``sig`` to ansible-playbook (``group``: to its process group, as a terminal's Ctrl-C;
@@ -56,14 +57,19 @@ class BackgroundRun:
             send()
 
     def finish(self, timeout=600):
+        """The run's PlaybookRun; a second call returns the first one's (a test that reports a
+        failure with the run's output, then cleans up, asks twice)."""
+        if self.finished is not None:
+            return self.finished
         try:
             out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, err = self.proc.communicate()
         try:
-            return PlaybookRun(subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err),
-                               self.results_file)
+            self.finished = PlaybookRun(subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err),
+                                        self.results_file)
+            return self.finished
         finally:
             os.unlink(self.results_file)
 

@@ -31,7 +31,9 @@ EXEC_KUBECONFIG = {"apiVersion": "v1", "kind": "Config",
                    "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
                                                              "command": "touch", "args": [PWNED]}}}]}
 # Lines as /etc/shadow has them (which parse as YAML keys without values).
-SHADOW_LIKE = str(Path(__file__).resolve().parent / "files" / "shadow-like")
+FILES = str(Path(__file__).resolve().parent / "files")
+SHADOW_LIKE = str(Path(FILES) / "shadow-like")
+NOT_A_MAPPING = str(Path(FILES) / "not-a-mapping.yaml")
 INPUTS_TASK = "Check every tfops_* variable before anything is written"
 DATA_TEXT = "dG9rZW4="  # what issue #36 gave as data: Ansible read it as {"dG9rZW4": ""}
 
@@ -96,20 +98,31 @@ UPGRADE = [
     ("batch-101", {"tfops_batch_percentage": 101}, "tfops_batch_percentage: 101 is out of range (1-100)"),
     ("interval", {"tfops_batch_interval": "1 minute"}, "tfops_batch_interval: '1 minute' is not a Go duration"),
     ("pools", {"tfops_pools": ["nosuchpool"]}, "tfops_pools[0]: no pool nosuchpool; the pools are: shared"),
-    ("values-files", {"tfops_values_files": ["/nonexistent/values.yaml"]},
-     "tfops_values_files[0]: /nonexistent/values.yaml is not a file on the controller"),
+    ("values-files", {"tfops_values_files": ["/tmp/tfops-nonexistent/values.yaml"]},
+     "tfops_values_files[0]: /tmp/tfops-nonexistent/values.yaml is not a file on the controller"),
     # #46: a file that is not a mapping of values never becomes the release's values (its lines were
     # keys of the values and of the restore point); a folder that is not a chart is not read as one.
-    ("values-not-mapping", {"tfops_values_files": ["/etc/passwd"]},
-     "tfops_values_files[0]: /etc/passwd is not a mapping of Helm values but a YAML str (its content is not shown)"),
-    ("values-cn-not-mapping", {"tfops_region": "cn", "tfops_values_cn": "/etc/passwd"},
-     "tfops_values_cn: /etc/passwd is not a mapping of Helm values"),
+    ("values-not-mapping", {"tfops_values_files": [NOT_A_MAPPING]},
+     "tfops_values_files[0]: %s is not a mapping of Helm values but a YAML list (its content is not shown)" % NOT_A_MAPPING),
+    ("values-cn-not-mapping", {"tfops_region": "cn", "tfops_values_cn": NOT_A_MAPPING},
+     "tfops_values_cn: %s is not a mapping of Helm values" % NOT_A_MAPPING),
+    # #46 item 2: a path outside the project and the runbook's folders is refused before it is read.
+    ("values-outside", {"tfops_values_files": ["/etc/passwd"]},
+     "tfops_values_files[0]: /etc/passwd is outside the folders a runbook may read files from"),
+    ("values-cn-outside", {"tfops_region": "cn", "tfops_values_cn": "../../../../../../../../etc/shadow"},
+     "tfops_values_cn: ../../../../../../../../etc/shadow (/etc/shadow) is outside the folders"),
+    ("extra-args-outside", {"tfops_helm_extra_args": "--ca-file=/etc/ssl/private/x.pem"},
+     "tfops_helm_extra_args: /etc/ssl/private/x.pem is outside the folders a runbook may read files from"),
+    ("helm-not-helm", {"tfops_helm_binary": "/usr/bin/env"}, "tfops_helm_binary: /usr/bin/env is not helm"),
+    ("artifacts-outside", {"tfops_artifacts_dir": "/etc/cron.d"},
+     "tfops_artifacts_dir: /etc/cron.d is outside the folders a runbook may write to"),
     ("values-shadow", {"tfops_values_files": [SHADOW_LIKE]},
      "tfops_values_files[0]: %s is not a values file: none of its 2 keys has a value" % SHADOW_LIKE),
     ("kubeconfig-exec", {"tfops_kubeconfig": EXEC_KUBECONFIG},
      "tfops_kubeconfig: user u would run a command on the controller to get its credentials"),
-    ("chart-not-a-chart", {"tfops_chart": "../../../../../../../../etc"},
-     "tfops_chart: ../../../../../../../../etc is a folder without Chart.yaml: not a chart"),
+    ("chart-outside", {"tfops_chart": "../../../../../../../../etc"},
+     "tfops_chart: ../../../../../../../../etc (/etc) is outside the folders a runbook may read files from"),
+    ("chart-not-a-chart", {"tfops_chart": FILES}, "tfops_chart: %s is a folder without Chart.yaml: not a chart" % FILES),
     ("on-deadline", {"tfops_on_deadline": "explode"}, "tfops_on_deadline: 'explode' is not one of pause, fail"),
     ("image", {"tfops_hypervisor_image": "Bad Image:1"}, "tfops_hypervisor_image: 'Bad Image:1' is not a valid image"),
     ("chart-version", {"tfops_chart_version": "latest!"}, "tfops_chart_version: 'latest!' is not a chart version"),
@@ -134,7 +147,7 @@ UPGRADE = [
     ("window-pool", {"tfops_window_pool": "nosuchpool"}, "tfops_window_pool: there is no GPUPool nosuchpool"),
     ("verify-pool", {"tfops_verify_pool": "nosuchpool"}, "tfops_verify_pool: there is no GPUPool nosuchpool"),
     ("chart-repo", {"tfops_chart_repo": "not a url"}, "tfops_chart_repo: 'not a url' is not an http:// or https:// URL"),
-    ("helm", {"tfops_helm_binary": "/nonexistent/helm"}, "tfops_helm_binary: /nonexistent/helm is not an executable file"),
+    ("helm", {"tfops_helm_binary": "/tmp/tfops-nonexistent/helm"}, "tfops_helm_binary: /tmp/tfops-nonexistent/helm is not an executable file"),
     ("extra-args", {"tfops_helm_extra_args": "--kube-context=prod"}, "tfops_helm_extra_args: '--kube-context=prod' is a flag"),
     ("cron", {"tfops_window_cron": "0 2 * * *"}, "missing parameter(s) required by 'tfops_window_cron': tfops_window_duration"),
     ("gate-bake", {"tfops_gates": {"bake_seconds": 0}}, "tfops_gates.bake_seconds must be a positive number"),
@@ -145,7 +158,7 @@ UPGRADE = [
         "template": {"spec": {"containers": [{"name": "tensorfusion-hypervisor", "imagee": "x"}]}}}}}}]},
      "tfops_pools[0].components.hypervisor.pod_template.template.spec.containers[0]: unknown key imagee"),
     ("keep-pools", {"tfops_keep_pools": "sometimes"}, "tfops_keep_pools: 'sometimes' is not a boolean"),
-    ("kubeconfig", {"tfops_kubeconfig": "/nonexistent/kubeconfig"}, "tfops_kubeconfig: /nonexistent/kubeconfig is not a file"),
+    ("kubeconfig", {"tfops_kubeconfig": "/tmp/tfops-nonexistent/kubeconfig"}, "tfops_kubeconfig: /tmp/tfops-nonexistent/kubeconfig is not a file"),
 ]
 ROTATE = [
     ("strategy", {"tfops_secret_strategy": "sideways"}, "tfops_secret_strategy: 'sideways' is not one of in_place, versioned"),
@@ -158,9 +171,12 @@ ROTATE = [
      "tfops_secret_consumers[0]: Deployment {ns}/nosuchapp does not exist"),
     ("secret-ns", {"tfops_secret_namespace": "nosuchns"}, "tfops_secret_namespace: namespace nosuchns does not exist"),
     ("keep", {"tfops_secret_keep": -1}, "tfops_secret_keep: -1 is out of range (0 or more)"),
+    # #46 item 4: secret_rotate wrote its copy of the Secret before the API server refused the change.
+    ("type-change", {"tfops_secret_type": "kubernetes.io/dockerconfigjson"},
+     "tfops_secret_type: Secret app-cred is of type Opaque, and a Secret's type cannot change"),
 ]
 ROLLBACK = [
-    ("snapshot-path", {"tfops_snapshot": "/nonexistent/bundle"}, "tfops_snapshot: /nonexistent/bundle is neither"),
+    ("snapshot-path", {"tfops_snapshot": "/tmp/tfops-nonexistent/bundle"}, "tfops_snapshot: /tmp/tfops-nonexistent/bundle is neither"),
     ("snapshot-ref", {"tfops_snapshot": "secret://tensor-fusion-sys/nosuchbundle"},
      "tfops_snapshot: there is no snapshot secret://tensor-fusion-sys/nosuchbundle"),
     # #46: any Secret passed the check and was read as a bundle after the lock.
@@ -168,6 +184,10 @@ ROLLBACK = [
      "tfops_snapshot: secret://{ns}/app-cred is not a restore point of tensorfusion.ops (Secret app-cred is of "
      "type Opaque, not tensorfusion.ops/snapshot)"),
     ("restore", {"tfops_restore_component_config": "maybe"}, "tfops_restore_component_config: 'maybe' is not a boolean"),
+    ("snapshot-outside", {"tfops_snapshot": "/etc"}, "tfops_snapshot: /etc is outside the folders a runbook may read files from"),
+    # #46 item 4: helm_release refused it after the lock and the window.
+    ("no-release", {"tfops_release": "nosuchrelease"},
+     "tfops_release: there is no Helm release nosuchrelease in namespace tensor-fusion-sys"),
 ]
 PRECHECK = [
     ("rbac-preflight", {"tfops_rbac_preflight": "perhaps"}, "tfops_rbac_preflight: 'perhaps' is not a boolean"),
@@ -315,6 +335,9 @@ def module_cases(app_ns):
         ("rotate-namespace", "secret_rotate", dict(name="app-cred", namespace="nosuchns", string_data={"token": "v"}),
          "namespace: namespace nosuchns does not exist; nothing was written"),
         ("rotate-not-base64", "secret_rotate", dict(rotate, data={"token": "%%%"}), "data.token is not base64"),
+        # The API server refuses a Secret's type change; the module wrote its copy Secret first (#46).
+        ("rotate-type-change", "secret_rotate", dict(rotate, string_data={"token": "v2"}, type="kubernetes.io/dockerconfigjson"),
+         "type: Secret app-cred is of type Opaque, and a Secret's type cannot change"),
         # helm_release: options together that cannot be, or that a state ignores.
         ("helm-reuse-reset", "helm_release", dict(reuse_values=True, reset_values=True, chart_version="1.8.7"),
          "reset_values and reuse_values are mutually exclusive"),

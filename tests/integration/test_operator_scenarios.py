@@ -16,6 +16,7 @@ The double runs at upstream's batch timing (its lab floor ``batchGapFloorSeconds
 batch is due once ``batchInterval`` has passed, docs/operator-behaviour.md 11)."""
 import base64
 import os
+import re
 import threading
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -28,8 +29,8 @@ from kubernetes import client
 from lab import cluster, paths
 from lab import tensorfusion as tf
 
-from .ansible_runner import run_playbook
-from .helpers import GROUP, NS, VERSION, wait_for
+from .ansible_runner import run_playbook, start_playbook
+from .helpers import GROUP, NS, VERSION, pool_progress_at_least, wait_for, wait_pool
 from .test_gates import _Answers500
 from .test_runbooks import release_chart, report_of
 from .test_secret_rotate import assert_no_value, canary
@@ -64,7 +65,8 @@ def op_lab(request, tmp_path_factory):
     if request.param != "double":  # skipped (OPERATORS) until the lab can run it: issue 38 parts 1-2
         pytest.fail("the lab cannot run the %s operator yet" % request.param)
     state_dir = Path(tmp_path_factory.mktemp("op-lab-%s" % request.param, numbered=True))
-    state = cluster.up(state_dir, nodes=NODES, cpu_nodes=1, addons=[tf.addon()],
+    # kube-controller-manager elects its leader, as in production: a rollout watches its Lease.
+    state = cluster.up(state_dir, nodes=NODES, cpu_nodes=1, addons=[tf.addon()], leader_elect=True,
                        kube_version=os.environ.get("TFOPS_TEST_KUBE_VERSION") or None)
     try:
         yield state
@@ -289,6 +291,34 @@ def test_hypervisor_worker_and_client_images_roll_in_batches_to_synced(op_lab, a
         "worker": {"image": "tensorfusion/tensor-fusion-worker:v2.17.1-s"},
         "client": {"image": "tensorfusion/tensor-fusion-client:v2.17.1-s"}})
     assert run.rc == 0 and again["changed"] is False and again["waited_for"] == [], again
+
+
+# ---- who a rollout needs, away while it waits ---------------------------------------------------
+def test_a_controller_manager_away_while_a_batch_waits_is_said_with_how_long(op_lab, api, upgraded):
+    """kube-controller-manager (leader-elected, as in production) stopped for 45 s while the
+    rollout waits out the pool's batchInterval of 75 s: the rollout finishes, and its warnings say
+    kube-controller-manager was away, for how long, and why: its leader Lease was not renewed
+    (#45 item 4)."""
+    assert upgraded[0].rc == 0
+    settled(op_lab)
+    change = hv_change("2.17.3-s", batch_interval="75s")
+    job = start_playbook("gpupool_rollout.yml", dict(
+        {"lab_kubeconfig": op_lab["kubeconfig"], "gr_pool": POOL},
+        **dict(("gr_" + k, v) for k, v in change.items())))
+    try:
+        wait_pool(api, pool_progress_at_least(50), timeout=120, name=GPUPOOL)
+        cluster.outage(op_lab["state_dir"], 45, component="kube-controller-manager")
+    finally:
+        run = job.finish(timeout=300)
+    res = run.task_results("Rollout")
+    assert run.rc == 0 and res["components"]["hypervisor"]["synced"] is True, res.get("msg")
+    said = [re.search(r"^kube-controller-manager was away for (\d+)s while this task waited \(from [^)]+\): "
+                      r"its leader Lease was last renewed \d+s before", w) for w in res.get("warnings") or []]
+    said = [m for m in said if m]
+    # Away from when the Lease is past its 15 s and 10 s of slack, seen every 10 s, until the
+    # restarted kube-controller-manager renews it.
+    assert len(said) == 1 and 1 <= int(said[0].group(1)) <= 45, res.get("warnings")
+    assert all_on(api, HV + "2.17.3-s")
 
 
 def test_a_deadline_pauses_mid_rollout_and_the_next_run_resumes(op_lab, api, upgraded):

@@ -28,6 +28,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret imp
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
 
 DEFAULT_NAMESPACE = "tensor-fusion-sys"
+DEFAULT_RELEASE = "tensor-fusion-sys"
 # The upgrade runbook's chart and repository when the run names none (vars/runbook.yml).
 DEFAULT_CHART = "tensor-fusion"
 DEFAULT_CHART_REPO = "https://download.tensor-fusion.ai"
@@ -38,7 +39,8 @@ def run(ctx):
     params = ctx.params
     given = dict(params.get("variables") or {})
     given.update(params.get("secret_variables") or {})
-    checked, problems = inputs.check(params["playbook"], given, awx=params.get("awx"))
+    places = inputs.places_for(given, project=params.get("project") or None)
+    checked, problems = inputs.check(params["playbook"], given, awx=params.get("awx"), places=places)
     unchecked = []
     connection = [p for p in problems if p.startswith(("tfops_kubeconfig", "tfops_context"))]
     if params["cluster"] and not connection:
@@ -81,6 +83,10 @@ class ClusterInputs(Run):
                 steps.append(lambda n=name: self._gpupool(n, checked[n]))
         if playbook == "upgrade" and checked.get("tfops_chart_version") and given.get("tfops_chart_repo") != "":
             steps.append(lambda: self._chart_version(checked))
+        release_refused = inputs.is_set(inputs.BY_NAME["tfops_release"], given.get("tfops_release")) and \
+            "tfops_release" not in checked
+        if playbook == "rollback" and not release_refused:
+            steps.append(lambda: self._release(checked, namespace))
         if playbook == "rollback" and snapshot_store.is_reference(checked.get("tfops_snapshot")):
             steps.append(lambda: self._snapshot(checked["tfops_snapshot"]))
         if playbook == "rotate_secret" and checked.get("tfops_secret_name"):
@@ -110,6 +116,16 @@ class ClusterInputs(Run):
             if exc.status == 404 and not exc.details.get("route_missing"):
                 return None
             raise
+
+    def _release(self, checked, namespace):
+        """The release a rollback rolls back: helm_release refuses one without a revision, after
+        the lock and the window; said here, before them."""
+        release = checked.get("tfops_release") or DEFAULT_RELEASE
+        if ReleaseStorage(self.kube).revisions(namespace, release):
+            return None
+        return "tfops_release: there is no Helm release %s in namespace %s%s: nothing to roll back" % (
+            release, namespace, " (the default; set tfops_release to TensorFusion's)"
+            if "tfops_release" not in checked else "")
 
     def _chart_version(self, checked):
         """A pinned chart version that the repository's index does not list (a run would take the
@@ -199,6 +215,12 @@ class ClusterInputs(Run):
                 problems.append("tfops_secret_name: there is no Secret %s in namespace %s (in_place "
                                 "updates an existing Secret; tfops_secret_strategy versioned creates one)"
                                 % (name, namespace))
+            else:
+                try:  # secret_rotate's own check, before its first write
+                    secret_plan.check_in_place(found.to_dict(), name, namespace,
+                                               checked.get("tfops_secret_type"), "tfops_secret_type")
+                except InvalidInput as exc:
+                    problems.append(exc.msg if exc.msg.startswith("tfops_") else "tfops_secret_name: %s" % exc.msg)
         for index, consumer in enumerate(checked.get("tfops_secret_consumers") or []):
             problem = self._consumer(consumer, namespace)
             if problem:

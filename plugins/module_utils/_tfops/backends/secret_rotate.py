@@ -385,11 +385,7 @@ class RotateTask(Run):
 
     def in_place(self, data, secret_type, current):
         name = self.params["name"]
-        if current is None:
-            raise InvalidInput("Secret %s does not exist in namespace %s: in_place updates an "
-                               "existing Secret (strategy versioned creates one)" % (name, self.namespace))
-        if current.get("immutable"):
-            raise InvalidInput("Secret %s is immutable: use strategy versioned" % name)
+        secret_plan.check_in_place(current, name, self.namespace, self.params.get("type"))
         old_data = dict(current.get("data") or {})
         old_type = current.get("type") or "Opaque"
         same = old_data == data and old_type == secret_type

@@ -20,6 +20,7 @@ LOOK_SECONDS = 10.0  # how often a wait without progress looks, and so the short
 OPERATOR = "the TensorFusion operator (its controller and the webhook its Pods serve)"
 CONTROLLER_MANAGER = "kube-controller-manager"
 CM_LEASE = ("kube-system", "kube-controller-manager")
+CLOCK_SLACK_SECONDS = 10  # past a Lease's duration before its holder counts as away
 
 
 class Absences:
@@ -67,8 +68,9 @@ def controller_manager_present(lease, now):
     if not renewed:
         return False, "its leader Lease kube-system/kube-controller-manager names no renewal"
     age = (now - parse_time(renewed)).total_seconds()
-    # Twice the duration: a leader renews every 2 s of its 15; clocks may differ by seconds.
-    return age <= 2 * duration, "its leader Lease was last renewed %ds before (at %s)" % (age, renewed)
+    # A leader renews every 2 s of its 15; the clocks of this host and the API server's may
+    # differ by seconds.
+    return age <= duration + CLOCK_SLACK_SECONDS, "its leader Lease was last renewed %ds before (at %s)" % (age, renewed)
 
 
 class Looker:

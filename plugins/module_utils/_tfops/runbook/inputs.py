@@ -43,6 +43,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenanc
     WINDOW_RULES,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import fleet
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.runbook import places as where
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.secret import plan as secret_plan
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 
@@ -164,6 +165,7 @@ def text_list(element=None):
     def check(value, name):
         items = values.text_list(value, name)
         return [element(item, "%s[%d]" % (name, i)) if element else item for i, item in enumerate(items)]
+    check.element = element  # what each item is (the walking tests look at it)
     return check
 
 
@@ -339,6 +341,86 @@ class Variable:
         return isinstance(value, dict) if self.secret == "mapping" else bool(self.secret)
 
 
+# ---- the files and folders a value names (runbook/places.py says where they may be) ---------------
+HELM_FILE_FLAGS = ("--ca-file", "--cert-file", "--key-file", "--keyring")
+# The runbook's own folders when the run names none (vars/runbook.yml).
+DEFAULT_FOLDERS = {"tfops_snapshot_dir": "~/tfops-snapshots", "tfops_artifacts_dir": "~/tfops-artifacts"}
+
+
+def _texts(value):
+    try:
+        return [v for v in values.text_list(value, "") if isinstance(v, str)]
+    except InvalidInput:
+        return []  # the variable's own check says what is wrong with it
+
+
+def _local(ref):
+    return isinstance(ref, str) and bool(ref) and "://" not in ref
+
+
+def _chart_path(ref):
+    """A chart reference that helm reads from the controller's disk (else a name it resolves)."""
+    return _local(ref) and (ref.startswith(("/", "./", "../", "~")) or ref.endswith(helm_release.CHART_ARCHIVES)
+                            or os.path.exists(os.path.expanduser(ref)))
+
+
+def _flag_files(value):
+    found, items = [], _texts(value)
+    for index, item in enumerate(items):
+        flag, sep, arg = item.partition("=")
+        if flag in HELM_FILE_FLAGS:
+            arg = arg if sep else (items[index + 1] if index + 1 < len(items) else "")
+            if arg:
+                found.append(arg)
+    return found
+
+
+# variable -> (kind of place, the paths of a value)
+PATHS = {
+    "tfops_kubeconfig": (where.KUBECONFIG, lambda v: [p for p in str(v).split(os.pathsep) if p]
+                         if isinstance(v, str) else []),
+    "tfops_python_interpreter": (where.RUN, lambda v: [v] if _local(v) else []),
+    "tfops_helm_binary": (where.RUN, lambda v: [v] if _local(v) else []),
+    "tfops_artifacts_dir": (where.WRITE, lambda v: [v] if _local(v) else []),
+    "tfops_snapshot_dir": (where.WRITE, lambda v: [v] if _local(v) else []),
+    "tfops_plan_out": (where.WRITE, lambda v: [v] if _local(v) else []),
+    "tfops_plan": (where.READ, lambda v: [v] if _local(v) else []),
+    "tfops_snapshot": (where.READ, lambda v: [v] if _local(v) and not snapshot_store.is_reference(v) else []),
+    "tfops_chart": (where.READ, lambda v: [v] if _chart_path(v) else []),
+    "tfops_values_cn": (where.READ, lambda v: [v] if _local(v) else []),
+    "tfops_values_files": (where.READ, lambda v: [p for p in _texts(v) if _local(p)]),
+    "tfops_helm_extra_args": (where.READ, _flag_files),
+}
+
+
+def places_for(given, project=None, environ=None):
+    """The folders this run's path variables may name (runbook/places.py): the project, and the
+    runbook's own folders once they are allowed themselves."""
+    project = [os.getcwd()] if project is None else project
+    folders = {}
+    writable = where.Places(project, environ)
+    for name, default in DEFAULT_FOLDERS.items():
+        folder = given.get(name) or default
+        if _local(folder) and writable.problem(where.WRITE, folder, name) is None:
+            folders[name] = folder
+    return where.Places(project, environ, snapshot_dir=folders.get("tfops_snapshot_dir"),
+                        artifacts_dir=folders.get("tfops_artifacts_dir"))
+
+
+def confined(variable, value, places):
+    """Why ``value`` of ``variable`` names a file or folder it may not (one problem), or None;
+    asked before the variable's own check, so that a file outside is never read."""
+    kind, paths_of = PATHS.get(variable.name, (None, None))
+    if kind is None:
+        return None
+    for index, path in enumerate(paths_of(value)):
+        name = variable.name if variable.name != "tfops_values_files" else "%s[%d]" % (variable.name, index)
+        problem = places.problem(kind, path, name)
+        if problem:
+            return problem
+    return None
+
+
 V = Variable
 SPEC = [
     # The cluster, the Python, the release (every runbook).
@@ -459,12 +541,15 @@ def is_set(variable, value):
 
 
 # ---- all of them, and what goes between them ----------------------------------------------------
-def check(playbook, given, helm_on_path=None, awx=None):
+def check(playbook, given, helm_on_path=None, awx=None, places=None):
     """(values as the runbook uses them, problems): every variable of ``playbook`` in ``given``
     ({name: value}, the variables the user set) checked, then the rules between them. Pure but
     for the controller's files it looks at. ``helm_on_path``: where helm is found when
     tfops_helm_binary is unset (shutil.which by default). ``awx``: the AWX job's own variables
-    (``awx_*`` without the prefix; fleet_upgrade.yml's place in a fleet workflow)."""
+    (``awx_*`` without the prefix; fleet_upgrade.yml's place in a fleet workflow). ``places``:
+    where path variables may point (places_for(given) by default: the working directory is the
+    project)."""
+    places = places_for(given) if places is None else places
     if playbook not in PLAYBOOKS:
         raise InvalidInput("playbook %r is not a runbook (%s)" % (playbook, ", ".join(PLAYBOOKS)))
     checked, problems = {}, []
@@ -473,6 +558,10 @@ def check(playbook, given, helm_on_path=None, awx=None):
         if not is_set(variable, value):
             if playbook in variable.required:
                 problems.append("%s is required" % variable.name)
+            continue
+        outside = confined(variable, value, places)
+        if outside:
+            problems.append(outside)
             continue
         try:
             # The variable's own check first: its refusal is the more precise one (a holder's 256).

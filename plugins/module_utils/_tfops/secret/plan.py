@@ -119,6 +119,22 @@ def validate_consumer(consumer, index=0, option="consumers"):
             where, ", ".join(CONSUMER_KINDS), kind))
 
 
+def check_in_place(current, name, namespace, wanted_type, option="type"):
+    """An in_place update of ``current`` (the Secret as read, a dict; None: absent) that the API
+    server would refuse, refused before anything is written: an absent or immutable Secret, or
+    another type (a Secret's type cannot change). The first of these wins."""
+    if current is None:
+        raise InvalidInput("Secret %s does not exist in namespace %s: in_place updates an "
+                           "existing Secret (strategy versioned creates one)" % (name, namespace))
+    if current.get("immutable"):
+        raise InvalidInput("Secret %s is immutable: use strategy versioned" % name)
+    old_type = current.get("type") or "Opaque"
+    if wanted_type and wanted_type != old_type:
+        raise InvalidInput("%s: Secret %s is of type %s, and a Secret's type cannot change (the API "
+                           "server refuses it): use strategy versioned, which creates a Secret of type "
+                           "%s" % (option, name, old_type, wanted_type))
+
+
 def content_view(name, data, secret_type):
     """What a result may say about a Secret's content: its key names and a digest."""
     return {"name": name, "type": secret_type, "keys": sorted(data or {}),

@@ -1,5 +1,8 @@
 """runbook/inputs.py: the one specification of the runbooks' tfops_* variables, checked all at
 once before anything is written, each refusal naming the variable the user set (#36)."""
+import os
+import tempfile
+
 import pytest
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
@@ -10,8 +13,13 @@ HELM = "/usr/bin/helm"
 SECRET = {"tfops_secret_name": "regcred", "tfops_secret_string_data": {"token": "x"}}
 
 
+# The folders these tests' files are in count (the confinement itself is tested below, and in
+# test_places.py): the controller's opt-in, as whoever runs it would give it.
+ENV = dict(os.environ, TFOPS_ALLOWED_PATHS=os.pathsep.join(["/nonexistent", "/etc", tempfile.gettempdir()]))
+
+
 def problems(playbook, **given):
-    return inputs.check(playbook, given, helm_on_path=HELM)[1]
+    return inputs.check(playbook, given, helm_on_path=HELM, places=inputs.places_for(given, environ=ENV))[1]
 
 
 # What issue #36 found getting through (each took the lock, wrote a snapshot, upgraded the chart,
@@ -70,7 +78,7 @@ def problems(playbook, **given):
     ("upgrade", dict(tfops_lock_name="Lock!"), "tfops_lock_name: 'Lock!' is not an object name"),
     ("upgrade", dict(tfops_snapshot_signing_key="short"), "tfops_snapshot_signing_key: a snapshot signing key needs at least 16"),
     ("upgrade", dict(tfops_artifacts_dir="/etc/hostname/reports"), "tfops_artifacts_dir: /etc/hostname/reports cannot be a folder"),
-    ("upgrade", dict(tfops_plan_out="/"), "tfops_plan_out: / is a folder, not a file to write"),
+    ("upgrade", dict(tfops_plan_out="/"), "tfops_plan_out: / is outside the folders a runbook may write to"),
     ("upgrade", dict(tfops_plan="/nonexistent/plan.json"), "tfops_plan: /nonexistent/plan.json is not a file"),
     ("upgrade", dict(tfops_plan_max_age=0), "tfops_plan_max_age: 0 is out of range"),
     ("upgrade", dict(tfops_verify_image="Busybox"), "tfops_verify_image: 'Busybox' is not a valid image"),

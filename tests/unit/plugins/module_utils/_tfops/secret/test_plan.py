@@ -204,3 +204,22 @@ def test_a_stuck_put_back_says_what_is_stuck_and_what_to_do():
                                    "(Secret db-1a2b): delete them if it must not be used")
     assert plan.stuck_line(pool).startswith(
         "TensorFusionCluster tf pool shared hypervisor is stuck mid-rollout; to do: fix what keeps")
+
+
+@pytest.mark.parametrize("current, wanted, message", [
+    (None, None, "Secret regcred does not exist in namespace ns: in_place updates an existing Secret"),
+    ({"type": "Opaque", "immutable": True}, None, "Secret regcred is immutable: use strategy versioned"),
+    ({"type": "Opaque"}, "kubernetes.io/dockerconfigjson",
+     "type: Secret regcred is of type Opaque, and a Secret's type cannot change (the API server refuses it): "
+     "use strategy versioned, which creates a Secret of type kubernetes.io/dockerconfigjson"),
+    ({}, "kubernetes.io/tls", "Secret regcred is of type Opaque, and a Secret's type cannot change"),
+])
+def test_an_in_place_update_the_api_server_would_refuse_is_refused_first(current, wanted, message):
+    with pytest.raises(InvalidInput, match=None) as exc:
+        plan.check_in_place(current, "regcred", "ns", wanted)
+    assert message in exc.value.msg
+
+
+@pytest.mark.parametrize("current, wanted", [({"type": "Opaque"}, None), ({"type": "Opaque"}, "Opaque"), ({}, "Opaque")])
+def test_an_in_place_update_of_the_same_type_passes(current, wanted):
+    plan.check_in_place(current, "regcred", "ns", wanted)
