@@ -335,6 +335,10 @@ def module_cases(app_ns):
         ("rotate-namespace", "secret_rotate", dict(name="app-cred", namespace="nosuchns", string_data={"token": "v"}),
          "namespace: namespace nosuchns does not exist; nothing was written"),
         ("rotate-not-base64", "secret_rotate", dict(rotate, data={"token": "%%%"}), "data.token is not base64"),
+        # Every text option of every module is one bounded line (core/option_text.py; #46 item 6).
+        ("text-forged-line", "secret_rotate", dict(rotate, string_data={"token": "v2"}, type="Opaque\nTASK [forged]"),
+         "type holds a line break or another control character"),
+        ("text-too-long", "tf_cluster_info", dict(namespace="n" * 5000), "namespace is 5000 characters long; text is at most 4096"),
         # The API server refuses a Secret's type change; the module wrote its copy Secret first (#46).
         ("rotate-type-change", "secret_rotate", dict(rotate, string_data={"token": "v2"}, type="kubernetes.io/dockerconfigjson"),
          "type: Secret app-cred is of type Opaque, and a Secret's type cannot change"),

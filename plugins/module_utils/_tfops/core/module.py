@@ -18,7 +18,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.auth 
     resolve_auth,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import refuse_passed
-from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import TfopsError
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import option_text
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import InvalidInput, TfopsError
 
 
 def argument_spec(**module_options):
@@ -179,6 +180,10 @@ def run(module, body, deadline=None, fence=None):
     maintenance/fence.py): the module's connections are fenced by that runbook lock."""
     ctx = Context(module, fence=fence)
     try:
+        # Every text option is one bounded line (or bounded prose), before anything is read or written.
+        refused = option_text.problems(module.argument_spec, module.params)
+        if refused:
+            raise InvalidInput("; ".join(refused), changed=False)
         if deadline is not None:
             ctx.deadline = deadline(module.params)
             refuse_passed(ctx.deadline, module.params.get("deadline"))

@@ -21,6 +21,7 @@ import re
 import socket
 import time
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import option_text
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import MANAGED_BY
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import (
     micro_time,
@@ -127,10 +128,7 @@ def check_holder(holder, name="holder"):
         raise InvalidInput("%s must be non-empty text" % name)
     if len(holder) > MAX_HOLDER_LENGTH:
         raise InvalidInput("%s is %d characters long; at most %d" % (name, len(holder), MAX_HOLDER_LENGTH))
-    if any(not ch.isprintable() for ch in holder):
-        raise InvalidInput("%s holds a line break or another control character; one line of text is "
-                           "expected" % name)
-    return holder
+    return option_text.check(holder, name)
 
 
 def check_run_id(run):

@@ -21,6 +21,7 @@ import re
 import shutil
 
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import auth
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import option_text
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import yamldoc
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import values
@@ -84,16 +85,16 @@ def returning(check):
     return checked
 
 
-# A variable given as text (a name, a path, an image, a code), or a list of such, is at most this
-# long: a line of a log and a field of the report, not a document (mappings carry documents).
-MAX_TEXT = 4096
+# A variable given as text (a name, a path, an image, a code), or a list of such, is one line of at
+# most this many characters: a line of a log and a field of the report, not a document (mappings
+# carry documents); the modules' options alike (core/option_text.py).
+MAX_TEXT = option_text.MAX_TEXT
 
 
 def bounded_text(value, name):
-    """Refuse text (or a list's text) longer than MAX_TEXT, whatever the variable."""
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, str) and len(item) > MAX_TEXT:
-            raise InvalidInput("%s is %d characters long; text is at most %d" % (name, len(item), MAX_TEXT))
+    """Refuse text (or a list's text) that is not one line of at most MAX_TEXT, whatever the variable."""
+    for index, item in enumerate(value if isinstance(value, list) else [value]):
+        option_text.check(item, name if not isinstance(value, list) else "%s[%d]" % (name, index))
 
 
 def text(value, name):

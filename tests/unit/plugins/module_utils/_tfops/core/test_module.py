@@ -15,10 +15,13 @@ class Exited(Exception):
 
 
 class FakeModule:
-    """The part of AnsibleModule that run() uses: params, modes, warn, exit_json, fail_json."""
+    """The part of AnsibleModule that run() uses: argument_spec, params, modes, warn, exit_json,
+    fail_json."""
 
     def __init__(self, check_mode=False, diff=False, **params):
         self.params = dict({"wait_timeout": 60, "deadline": None}, **params)
+        self.argument_spec = {"wait_timeout": {"type": "raw"}, "deadline": {"type": "str"},
+                              "namespace": {"type": "str"}}
         self.check_mode = check_mode
         self._diff = diff
         self.warnings, self.no_log_values = [], set()
@@ -34,6 +37,14 @@ class FakeModule:
     def fail_json(self, **result):
         self.failed = result
         raise Exited()
+
+
+def test_a_text_option_that_is_not_one_line_fails_before_the_body_runs():
+    module = FakeModule(namespace="ops\nTASK [forged]")
+    ran = []
+    run(module, lambda ctx: ran.append(ctx) or {"changed": True})
+    assert not ran and module.failed["error"] == "InvalidInput" and module.failed["changed"] is False
+    assert module.failed["msg"] == "namespace holds a line break or another control character; one line of text is expected"
 
 
 def run(module, body, **kwargs):
