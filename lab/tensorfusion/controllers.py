@@ -186,6 +186,7 @@ class Controllers:
         # gpunode -> (the Pod hash it waits to create, monotonic time): slow nodes. Per hash, so
         # that a wait left over from an earlier Pod (its GPUNode gone meanwhile) delays no other.
         self.create_not_before = {}
+        self.stale_after_write = {}  # tfc -> _pool_marks at its last pool write (knob staleClusterStatus)
         self.first_seen = {}          # (pool, component, hash) -> monotonic time (stale status)
         self.last_note = {}
 
@@ -247,6 +248,8 @@ class Controllers:
             # like any other, see Operator.cache) enqueues them.
             self._tfc_status(tfc, {"phase": "Updating", "conditions": [
                 self._cond("Ready", False, "ResourcesUpdated")]})
+            if self.knobs.stale_cluster_status:
+                self.stale_after_write[name] = self._pool_marks(wanted)
             return 3.0
         pools = [self.store.get("pool", n) for n in wanted]
         not_ready = [n for n, p in zip(wanted, pools)
@@ -262,6 +265,8 @@ class Controllers:
                     self._cond("TimeSeriesDatabaseReady", True, "StillChecking")]})
             # Jittered exponential backoff of 3-60 s; pool events come in earlier anyway.
             return min(60.0, 3.0 * 2 ** min(retry, 5)) * random.uniform(0.8, 1.2)
+        if self._requeue_dropped(name, wanted):
+            return None
         st = [p.get("status") or {} for p in pools]
         self._tfc_status(tfc, {
             "phase": "Running", "retryCount": 0, "conditions": [
@@ -278,6 +283,35 @@ class Controllers:
             "availableTFlops": str(sum(int(s.get("availableTFlops") or 0) for s in st)),
             "availableVRAM": quantity_gi(sum(gibibytes(s.get("availableVRAM")) for s in st))})
         return None
+
+    def _pool_marks(self, names):
+        """What tells a pool write that started no rollout from one that did, or from a later
+        change: each pool's component hashes and the annotations that are not the operator's."""
+        marks = {}
+        for n in names:
+            pool = self.store.get("pool", n) or {}
+            marks[n] = (dict(((pool.get("status") or {}).get("componentStatus") or {})),
+                        {k: v for k, v in annotations(pool).items() if not k.startswith("tensor-fusion.ai/")})
+        return marks
+
+    def _requeue_dropped(self, name, wanted):
+        """Knob staleClusterStatus, upstream's behaviour (docs/operator-behaviour.md 1.4): after a
+        pool write that started no rollout, the requeued reconcile reads a stale cluster and
+        writes nothing, so the cluster stays Updating until one of its GPUPools changes (an
+        annotation will do) or the operator restarts. Only the component hashes' status fields
+        are compared: a rollout moves them, and with them the cluster gets Running again."""
+        recorded = self.stale_after_write.get(name)
+        if recorded is None:
+            return False
+        now = self._pool_marks(wanted)
+        hashes_moved = any(now[n][0].get(c) != recorded[n][0].get(c)
+                           for n in wanted if n in recorded for c in ("hypervisor", "worker", "client"))
+        if hashes_moved or any(now[n][1] != recorded[n][1] for n in wanted if n in recorded) or \
+                set(recorded) != set(now):
+            del self.stale_after_write[name]
+            return False
+        self._note(f"tfc {name}", "stale: the requeue after a pool write that started no rollout is dropped")
+        return True
 
     def _cond(self, typ, ok, reason, message=""):
         return {"type": typ, "status": "True" if ok else "False", "reason": reason,

@@ -22,7 +22,24 @@ there starts no rollout (docs/operator-behaviour.md 3.1).
 The values are the lab's own; nothing may compare them with upstream hashes. The pool-wide
 hypervisor hash and the per-node Pod hash differ by construction, as upstream.
 """
+import importlib.util
 import json
+from pathlib import Path
+
+
+def _load_quantity():
+    """Go's canonical quantity text: the collection's reading of it, shared (it is checked against
+    Kubernetes' own canonical forms in tests/unit/plugins/module_utils/_tfops/core/test_quantity.py).
+    Loaded from its file (a pure module of the standard library only): the collection's package
+    is not on the double's path."""
+    path = Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_tfops" / "core" / "quantity.py"
+    spec = importlib.util.spec_from_file_location("tfops_lab_quantity", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+canonical_pod_spec = _load_quantity().canonical_pod_spec
 
 POOL_SALT, NODE_SALT = "pool", "node"
 DYNAMIC = "dynamic"
@@ -47,8 +64,10 @@ def _component(spec: dict, name: str) -> dict:
 
 
 def template_spec(component: dict) -> dict:
-    """``podTemplate.template.spec``: the only part of a component's podTemplate that is hashed."""
-    return (((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {}
+    """``podTemplate.template.spec``: the only part of a component's podTemplate that is hashed,
+    as upstream reads it into Go's types first: its quantities in their canonical form
+    (``1000m`` is ``1``), so a quantity written another way changes no hash."""
+    return canonical_pod_spec((((component or {}).get("podTemplate") or {}).get("template") or {}).get("spec") or {})
 
 
 # The container names the operator gives the list it builds itself (its code defaults).

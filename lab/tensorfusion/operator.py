@@ -39,7 +39,9 @@ class Knobs:
     ``staleStatusSeconds`` (default 0): after a component hash changes, keep reporting the old
     componentStatus (hash, synced, progress) this long; ``slowNodes``: ``node=seconds,...`` (``*``
     for every node): wait that long before (re)creating that node's hypervisor Pod;
-    ``failGpuImages``: a regular expression; the GPUs of a node whose Ready hypervisor Pod runs a
+    ``staleClusterStatus`` (``true``): a cluster write that changes its pools but starts no
+    rollout leaves the TensorFusionCluster Updating, as upstream does (controllers.py,
+    ``_requeue_dropped``); ``failGpuImages``: a regular expression; the GPUs of a node whose Ready hypervisor Pod runs a
     matching image go ``Unknown`` (the node stays Running, so the rollout goes on)."""
 
     def __init__(self):
@@ -56,6 +58,7 @@ class Knobs:
         self.gap_floor = num("batchGapFloorSeconds", 3.0)
         self.pending_recheck = num("pendingRecheckSeconds", 3.0)
         self.stale_status_seconds = num("staleStatusSeconds", 0.0)
+        self.stale_cluster_status = str(data.get("staleClusterStatus", "")).lower() in ("1", "true", "yes")
         slow = {}
         for item in (data.get("slowNodes") or "").split(","):
             name, _, secs = item.partition("=")

@@ -503,6 +503,17 @@ waited_for:
   type: list
   elements: str
   sample: [hypervisor]
+reconcile_requested:
+  description:
+    - The GPUPools annotated (C(tensorfusion.ops/reconcile-requested)) because the operator left
+      the TensorFusionCluster C(Updating) after this task's write although every pool of it was
+      C(Running) with nothing rolling (the operator does not always look at the cluster again
+      after a write that starts no rollout); the annotation makes it look. Empty when it did not
+      need to; a cluster still not C(Running) afterwards is a warning.
+  returned: when the task wrote the cluster and waited
+  type: list
+  elements: str
+  sample: [tensor-fusion-shared]
 batches:
   description: Batches a full campaign takes with the resulting policy (ceil(100 / batchPercentage)).
   returned: always

@@ -91,9 +91,11 @@ class Job:
         return (self.artifacts / "status").read_text().strip(), (self.artifacts / "rc").read_text().strip()
 
     def results(self, task):
-        """event_data of the task's results (runner_on_ok, _failed, _skipped: not runner_on_start)."""
-        return [e["event_data"] for e in self.events if e["event"].startswith("runner_on_")
-                and e["event"] != "runner_on_start" and e["event_data"].get("task") == task]
+        """event_data of the task's results (runner_on_ok, _failed, _skipped: not runner_on_start),
+        each with the event's own verdict as ``failed`` (the result's key may be left out)."""
+        return [dict(e["event_data"], failed=e["event"] == "runner_on_failed") for e in self.events
+                if e["event"].startswith("runner_on_") and e["event"] != "runner_on_start"
+                and e["event_data"].get("task") == task]
 
     def assert_succeeded(self):
         tail = self.proc.stdout[-4000:] + self.proc.stderr[-2000:]
@@ -104,7 +106,7 @@ class Job:
 
     def ok(self, task, changed=None):
         found = [r for r in self.results(task) if r["res"].get("changed") is changed or changed is None]
-        assert found and all(not r["res"].get("failed") for r in found), (task, self.results(task))
+        assert found and all(not r["failed"] for r in found), (task, self.results(task))
         return found[-1]["res"]
 
 

@@ -15,6 +15,7 @@ gate that stops a bad batch, and a rollback to the upgrade's restore point.
 The double runs at upstream's batch timing (its lab floor ``batchGapFloorSeconds`` at 0: the next
 batch is due once ``batchInterval`` has passed, docs/operator-behaviour.md 11)."""
 import base64
+import json
 import os
 import re
 import threading
@@ -291,6 +292,36 @@ def test_hypervisor_worker_and_client_images_roll_in_batches_to_synced(op_lab, a
         "worker": {"image": "tensorfusion/tensor-fusion-worker:v2.17.1-s"},
         "client": {"image": "tensorfusion/tensor-fusion-client:v2.17.1-s"}})
     assert run.rc == 0 and again["changed"] is False and again["waited_for"] == [], again
+
+
+# ---- what the operator hashes -------------------------------------------------------------------
+def test_a_quantity_written_another_way_is_written_and_starts_no_rollout(op_lab, api, upgraded):
+    """The operator hashes a pod template as Go reads it (#47 (1)): cpu "1000m" and "1" are one
+    hash. The task writes the change, says so, waits for no rollout and warns why; upstream's
+    operator had left gpupool_rollout waiting until its stall_timeout."""
+    assert upgraded[0].rc == 0
+    settled(op_lab)
+    hv_template = template(api)["componentConfig"]["hypervisor"]["podTemplate"]
+
+    def with_cpu(cpu):
+        changed = json.loads(json.dumps(hv_template))
+        changed["template"]["spec"]["containers"][0].setdefault("resources", {}).setdefault("requests", {})["cpu"] = cpu
+        return {"components": {"hypervisor": {"pod_template": changed}},
+                "rolling_update": {"auto_update_hypervisor": True, "batch_percentage": 50, "batch_interval": "1s"}}
+    run, res = rollout(op_lab, **with_cpu("1000m"))  # a real change (or none, on a rerun)
+    assert run.rc == 0, res.get("msg")
+    settled(op_lab)
+    before = dict((n, p[0]) for n, p in hypervisors(api).items())
+    status = pool_obj(api)["status"]["componentStatus"]
+    run, res = rollout(op_lab, **with_cpu("1"))
+    assert run.rc == 0 and res["changed"] is True, res.get("msg")
+    assert res["changed_components"] == [] and res["waited_for"] == [], res
+    assert any("writes a quantity another way (1000m for 1)" in w for w in res.get("warnings") or []), res.get("warnings")
+    assert template(api)["componentConfig"]["hypervisor"]["podTemplate"]["template"]["spec"]["containers"][0][
+        "resources"]["requests"]["cpu"] == "1"
+    settled(op_lab)
+    assert pool_obj(api)["status"]["componentStatus"].get("hypervisor") == status.get("hypervisor")
+    assert dict((n, p[0]) for n, p in hypervisors(api).items()) == before, "no hypervisor Pod replaced"
 
 
 # ---- who a rollout needs, away while it waits ---------------------------------------------------

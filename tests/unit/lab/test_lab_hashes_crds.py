@@ -186,3 +186,14 @@ def test_a_template_without_containers_hashes_as_the_code_default_list():
     """No podTemplate at all and a template with an empty spec render the same Pod."""
     bare = copy.deepcopy(SPEC)
     assert both_hypervisor_hashes(bare) == both_hypervisor_hashes(with_hypervisor_template([]))
+
+
+def test_a_quantity_written_another_way_moves_no_hash_as_upstream():
+    """Upstream hashes the template after Go reads it: cpu 1000m and "1" are one hash (#47)."""
+    def with_cpu(comp, cpu):
+        return changed(["componentConfig", comp, "podTemplate", "template", "spec"],
+                       {"containers": [{"name": "tensorfusion-%s" % comp, "resources": {"requests": {"cpu": cpu}}}]})
+    assert both_hypervisor_hashes(with_cpu("hypervisor", "1000m")) == both_hypervisor_hashes(with_cpu("hypervisor", "1"))
+    assert both_hypervisor_hashes(with_cpu("hypervisor", "1000m")) != both_hypervisor_hashes(with_cpu("hypervisor", "2"))
+    assert hashes.worker_hash(with_cpu("worker", "1000m")) == hashes.worker_hash(with_cpu("worker", 1))
+    assert hashes.worker_hash(with_cpu("worker", "1000m")) != hashes.worker_hash(with_cpu("worker", "1500m"))

@@ -7,6 +7,7 @@ Each finding: code, severity (blocking / warning / info), object, and a sentence
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.stale import stale
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.chart_drift import describe
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.rules import SEVERITIES, finding
 
@@ -17,7 +18,10 @@ def _cluster_findings(data):
         # A cluster whose pools tensorfusion.ops paused is not Running either: ROLLOUT_PAUSED says why,
         # and any other pool that is not Running still blocks through POOL_NOT_RUNNING.
         paused = [p for p in paused_by_us(data) if p.startswith(tfc["name"] + "-")]
-        if tfc["phase"] != "Running" and not paused:
+        left_behind = stale(tfc, data["pools"]) if tfc["phase"] != "Running" else None
+        if left_behind:
+            out.append(finding("CLUSTER_STATUS_STALE", "warning", "tensorfusioncluster/%s" % tfc["name"], left_behind))
+        elif tfc["phase"] != "Running" and not paused:
             out.append(dict(finding("CLUSTER_NOT_RUNNING", "blocking", "tensorfusioncluster/%s" % tfc["name"],
                                     "TensorFusionCluster %s is %s, not Running: wait for its pools, or "
                                     "look at the pools' findings" % (tfc["name"], tfc["phase"] or "without a phase")),

@@ -15,6 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predi
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import stale
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import ApiError
@@ -48,19 +49,14 @@ def slim_cluster(obj):
             # what the chart itself rendered for the pools, as the chart step's post-renderer recorded
             # it (env values hashed), or None when the cluster was never rendered that way
             "chart_pools": chart_drift.recorded_chart_pools(obj),
-            "conditions": [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
-                           for c in status.get("conditions") or []]}
+            "conditions": stale.cluster_view(obj)["conditions"]}
 
 
 def slim_pool(obj):
     status = obj.get("status") or {}
     spec = obj.get("spec") or {}
     policy = rollout.policy_of(spec)
-    components = {}
-    for comp in rollout.COMPONENTS:
-        status_hash, progress, synced, in_progress = rollout.component_status(obj, comp)
-        components[comp] = {"hash": status_hash, "progress": progress, "synced": synced,
-                            "in_progress": in_progress, "auto_update": rollout.auto_update(spec, comp)}
+    components = rollout.components_view(obj)
     return {"name": obj["metadata"]["name"], "phase": status.get("phase", ""),
             "total_nodes": status.get("totalNodes", 0), "ready_nodes": status.get("readyNodes", 0),
             "components": components,

@@ -15,6 +15,7 @@ import re
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import durations
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import podtemplate
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core import quantity
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.tfcluster import pool_index
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
     InvalidInput,
@@ -71,21 +72,23 @@ def _hypervisor_pod_spec(hv, vector):
 def hashed_view(spec_template, comp, isolation_policy=ISOLATION_DYNAMIC):
     """What the operator's hash of ``comp`` covers (docs/operator-behaviour.md 3.1): equal
     views mean no campaign. A change elsewhere (the rolling policy, client.remoteModeImage,
-    template metadata, vectorImage without enableVector) moves no hash."""
+    template metadata, vectorImage without enableVector) moves no hash, nor does a quantity
+    written another way (``1000m`` for ``1``: the operator hashes the spec as Go reads it)."""
     config = (spec_template or {}).get("componentConfig") or {}
     hv, wk, cl = (config.get(c) or {} for c in COMPONENTS)
     if comp == "hypervisor":
         vector = bool(hv.get("enableVector"))
         view = {"image": hv.get("image"), "port": hv.get("portNumber"), "vector": vector,
                 "vectorImage": hv.get("vectorImage") if vector else None,
-                "spec": _hypervisor_pod_spec(hv, vector)}
+                "spec": quantity.canonical_pod_spec(_hypervisor_pod_spec(hv, vector))}
         if isolation_policy != ISOLATION_DYNAMIC:
             manager = (spec_template or {}).get("nodeManagerConfig") or {}
             view["isolation"] = [manager.get("defaultIsolationMode") or "soft",
                                  manager.get("isolationModeRules") or []]
         return view
     if comp == "worker":
-        return {"image": wk.get("image"), "spec": _pod_spec(wk), "port": hv.get("portNumber")}
+        return {"image": wk.get("image"), "spec": quantity.canonical_pod_spec(_pod_spec(wk)),
+                "port": hv.get("portNumber")}
     return {"image": cl.get("image"), "operatorEndpoint": cl.get("operatorEndpoint"),
             "patchToPod": cl.get("patchToPod"), "patchToContainer": cl.get("patchToContainer")}
 
@@ -306,6 +309,17 @@ def pool_schedule(total, pct, interval_seconds, node_ready_seconds, bake_seconds
 
 
 # ---- status reading (the stale guard) -----------------------------------------------------------
+def components_view(pool):
+    """{component: hash, progress, synced, in_progress, auto_update} of a GPUPool (a raw dict)."""
+    spec = pool.get("spec") or {}
+    out = {}
+    for comp in COMPONENTS:
+        status_hash, progress, synced, in_progress = component_status(pool, comp)
+        out[comp] = {"hash": status_hash, "progress": progress, "synced": synced,
+                     "in_progress": in_progress, "auto_update": auto_update(spec, comp)}
+    return out
+
+
 def component_status(pool, comp):
     """(hash, progress, synced, in_progress) with the omitempty defaults made explicit."""
     status = ((pool.get("status") or {}).get("componentStatus") or {})

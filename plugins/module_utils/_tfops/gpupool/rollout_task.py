@@ -22,6 +22,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadl
     utcnow,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.errors import (
+    ApiError,
     BusinessChangesPaused,
     ControllerGone,
     Forbidden,
@@ -44,6 +45,8 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.cl
     with_paused_marker,
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.waiting import ObjectWatcher
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import stale
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.labels import TF_GROUP
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads import changes
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.workloads.business import BusinessWatch
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.module import Run
@@ -155,8 +158,9 @@ class RolloutTask(Run):
                 new.get("componentConfig") != template.get("componentConfig"):
             self.warnings.append(
                 "pool %s: the change touches only fields the operator does not hash (Pod template "
-                "metadata, vectorImage without enableVector, client remote/embedded mode images): "
-                "it is written, but the operator starts no rollout for it and none is waited for"
+                "metadata, vectorImage without enableVector, client remote/embedded mode images) "
+                "or writes a quantity another way (1000m for 1): it is written, but the operator "
+                "starts no rollout for it and none is waited for"
                 % entry_name)
         spec_changed = new != template or new_marker != marker
         started = params.get("started_at") or utcnow()
@@ -218,6 +222,8 @@ class RolloutTask(Run):
                     editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
                 result["changed"] = True
             if not params["wait"] or not waits:
+                if params["wait"] and spec_changed:
+                    result["reconcile_requested"] = self._settle(editor.name)
                 return self._finish(result, observer.read_pool(), [], None)
             with self._rolling(editor.name, entry_name, waits):
                 try:
@@ -225,6 +231,8 @@ class RolloutTask(Run):
                                       waits, pct, restore)
                 finally:
                     self.warnings.extend(observer.notes + observer.absence_notes())
+            if spec_changed and params["wait_until_progress"] >= 100:  # not mid-campaign: a batch loop's call
+                done["reconcile_requested"] = self._settle(editor.name)
         except TfopsError as exc:
             if business is not None:
                 closed.append(self._close_business(business, gpupool))
@@ -235,6 +243,25 @@ class RolloutTask(Run):
                 closed.append(self._close_business(business, gpupool))
         result["business_changes"] = closed[0] if closed else None
         return done
+
+    def _settle(self, cluster_name):
+        """The operator may leave the cluster Updating after a write of ours (gpupool/stale.py):
+        made to look again before the task ends. Returns the GPUPools annotated."""
+        pools_api = self.kube.resource("GPUPool", group=TF_GROUP)
+
+        def picture():
+            tfc = ClusterEditor(self.kube, cluster_name).read()
+            pools = []
+            for index in range(len((tfc.get("spec") or {}).get("gpuPools") or [])):
+                name = rollout.gpupool_name(tfc, index)
+                try:
+                    pools.append(stale.pool_view(self.kube.call("get", "gpupools/%s" % name, pools_api.get,
+                                                                name=name).to_dict()))
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+            return stale.cluster_view(tfc), pools
+        return stale.settle(self.kube, cluster_name, picture, self.deadline, self.warnings)
 
     @contextlib.contextmanager
     def _rolling(self, cluster, entry_name, waits):

@@ -42,6 +42,24 @@ def test_remote_mode_image_is_not_hashed():
     assert rollout.hash_changed_components(template(), new) == []
 
 
+def _with_cpu(tmpl, comp, cpu):
+    spec = tmpl["componentConfig"][comp].setdefault("podTemplate", {"template": {"spec": {"containers": [
+        {"name": "tensor-fusion-%s" % comp}]}}})["template"]["spec"]
+    spec["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    return tmpl
+
+
+@pytest.mark.parametrize("comp", ["hypervisor", "worker"])
+def test_a_quantity_written_another_way_moves_no_hash_and_another_value_does(comp):
+    """The operator hashes the template as Go reads it (#47: cpu 1000m -> "1" started no campaign
+    upstream, and the task waited for one until stall_timeout)."""
+    before = _with_cpu(template(), comp, "1000m")
+    assert rollout.hash_changed_components(before, _with_cpu(template(), comp, "1")) == []
+    assert rollout.hash_changed_components(before, _with_cpu(template(), comp, 1)) == []
+    moved = rollout.hash_changed_components(before, _with_cpu(template(), comp, "1500m"))
+    assert moved == [comp]
+
+
 def test_isolation_rules_move_the_hypervisor_hash_only_outside_the_dynamic_policy():
     new = template()
     new["nodeManagerConfig"]["defaultIsolationMode"] = "hard"
