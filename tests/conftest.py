@@ -16,10 +16,12 @@ sys.path.insert(0, str(REPO))
 from lab import cluster, paths  # noqa: E402
 from lab import tensorfusion as tf  # noqa: E402  (the add-on; also registers it for outages)
 
-# The tests' files (values, charts, kubeconfigs, snapshots) are in temporary folders: the runbooks'
-# path variables may name them as the controller's opt-in allows (runbook/places.py); the tests
-# of that confinement name files elsewhere (/etc) or set their own.
-os.environ.setdefault("TFOPS_ALLOWED_PATHS", tempfile.gettempdir())
+# The tests' files (values, charts, kubeconfigs, snapshots) are in temporary folders, and helm and
+# the other ansible-core versions' Pythons in the lab's cache: the runbooks' path variables may
+# name them as the controller's opt-in allows (runbook/places.py; tests that give the runbook
+# another HOME move the home folder away from the cache). The tests of that confinement name
+# files elsewhere (/etc) or set their own.
+os.environ.setdefault("TFOPS_ALLOWED_PATHS", os.pathsep.join([tempfile.gettempdir(), str(paths.cache_dir())]))
 
 # The collection's code imports as ansible_collections.tensorfusion.ops...
 COLLECTIONS_ROOT = paths.collections_link(REPO)

@@ -299,6 +299,47 @@ def test_api_server_restart_during_the_wait(lab, api_client):
     assert hypervisor_images(api_client) == [f"{HV}:3.7.0"]
 
 
+def _tfc_phase(api_client):
+    return (tfc(api_client).get("status") or {}).get("phase")
+
+
+def test_a_cluster_the_operator_leaves_updating_is_named_and_the_task_s_own_write_never_leaves_it_so(lab, api_client):
+    """Upstream's operator may leave the TensorFusionCluster Updating after a write that starts no
+    rollout (#47 (2); the double does with knob staleClusterStatus): tf_cluster_info names it
+    CLUSTER_STATUS_STALE (a warning, with the cure) instead of blocking; gpupool_rollout's own
+    policy-only write ends with the cluster Running, the pool annotated, and says so."""
+    objects = client.CustomObjectsApi(api_client)
+    tf.set_knobs(api_client, staleClusterStatus="true")
+    try:
+        # Someone else's policy-only write (no campaign): the cluster stays Updating.
+        current = tfc(api_client)
+        pools = current["spec"]["gpuPools"]
+        policy = pools[0]["specTemplate"]["nodeManagerConfig"]["nodePoolRollingUpdatePolicy"]
+        policy["batchPercentage"] = 30 if policy.get("batchPercentage") != 30 else 40
+        objects.patch_cluster_custom_object(GROUP, VERSION, "tensorfusionclusters", TFC,
+                                            {"spec": {"gpuPools": pools}})
+        wait_for(objects.list_cluster_custom_object, lambda o: o["metadata"]["name"] == TFC and
+                 (o.get("status") or {}).get("phase") == "Updating", GROUP, VERSION, "tensorfusionclusters")
+        time.sleep(8)  # past the operator's 3 s requeue: the cluster stays so
+        assert _tfc_phase(api_client) == "Updating"
+        info = run_playbook("tf_cluster_info.yml", {"lab_kubeconfig": lab["kubeconfig"]}).task_results("Info")
+        found = dict((f["code"], f) for f in info["findings"])
+        assert "CLUSTER_NOT_RUNNING" not in found, info["findings"]
+        stale = found["CLUSTER_STATUS_STALE"]
+        assert stale["severity"] == "warning" and "tensorfusion.ops/reconcile-requested" in stale["message"], stale
+        # The task's own policy-only write: it waits for the operator's requeue, then annotates.
+        run, res = rollout(lab, rolling_update={"batch_percentage": policy["batchPercentage"] + 10})
+        assert run.rc == 0 and res["changed"] is True and res["changed_components"] == [], res.get("msg")
+        assert res["reconcile_requested"] == [gpupool(api_client)["metadata"]["name"]], res
+        assert _tfc_phase(api_client) == "Running"
+        assert "tensorfusion.ops/reconcile-requested" in gpupool(api_client)["metadata"]["annotations"]
+    finally:
+        tf.set_knobs(api_client, staleClusterStatus=None)
+    # Without the knob (the operator looks again at its requeue) nothing is annotated.
+    run, res = rollout(lab, rolling_update={"batch_percentage": 20})
+    assert run.rc == 0 and res["reconcile_requested"] == [] and _tfc_phase(api_client) == "Running", res
+
+
 def _disturbed_rollout(lab, api_client, disturb):
     """A hypervisor rollout (a new tag every time: the lab may be reused) disturbed by ``disturb()``
     once its campaign is at 20 %: (its output, the tag); it must finish."""

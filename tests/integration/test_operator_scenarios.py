@@ -324,6 +324,24 @@ def test_a_quantity_written_another_way_is_written_and_starts_no_rollout(op_lab,
     assert dict((n, p[0]) for n, p in hypervisors(api).items()) == before, "no hypervisor Pod replaced"
 
 
+def test_a_policy_only_change_ends_with_the_cluster_running(op_lab, api, upgraded):
+    """A write that starts no rollout (#47 (2)): upstream's operator left the cluster Updating
+    after 3 of 6 such writes, until something made it look again. The task's own write never
+    ends so: it gives the operator its requeue and, when the status is still behind, annotates
+    the pools (``reconcile_requested``). The double looks again at its requeue, so there it
+    annotates nothing; upstream's may need it."""
+    assert upgraded[0].rc == 0
+    settled(op_lab)
+    pct = 25 if policy(api).get("batchPercentage") != 25 else 50
+    run, res = rollout(op_lab, rolling_update={"batch_percentage": pct})
+    assert run.rc == 0 and res["changed"] is True and res["changed_components"] == [], res.get("msg")
+    assert cluster_obj(api)["status"]["phase"] == "Running", cluster_obj(api)["status"]
+    if op_lab.get("operator", "double") == "double":
+        assert res["reconcile_requested"] == [], res
+    run, res = rollout(op_lab, rolling_update={"batch_percentage": 50})
+    assert run.rc == 0 and cluster_obj(api)["status"]["phase"] == "Running"
+
+
 # ---- who a rollout needs, away while it waits ---------------------------------------------------
 def test_a_controller_manager_away_while_a_batch_waits_is_said_with_how_long(op_lab, api, upgraded):
     """kube-controller-manager (leader-elected, as in production) stopped for 45 s while the
