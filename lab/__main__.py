@@ -4,6 +4,7 @@ It is also where the add-ons are wired in: it imports lab.tensorfusion (which re
 ``tensorfusion`` add-on) for the commands that start, stop or look at a lab."""
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,10 @@ def main(argv=None) -> int:
                            "production control plane does (a restart then waits for the Lease)")
     p_up.add_argument("--tensorfusion", action="store_true",
                       help="also install TensorFusion: CRDs, operator double, webhook, chart")
+    p_up.add_argument("--operator-binary", default=os.environ.get("TFOPS_OPERATOR_BINARY") or None,
+                      metavar="PATH", help="with --tensorfusion: run TensorFusion's own operator, this "
+                                           "binary (built by hand, outside the repository), instead of "
+                                           "the double (default: $TFOPS_OPERATOR_BINARY)")
     p_up.add_argument("--chart-version", default=None,
                       help="test chart version to install (default: the older one)")
     p_up.add_argument("--namespace", default=None,
@@ -67,8 +72,8 @@ def main(argv=None) -> int:
             install.ensure_all(args.kube_version)
         elif args.cmd == "up":
             started = time.monotonic()
-            addons = [tensorfusion.addon(chart_version=args.chart_version,
-                                         namespace=args.namespace)] if args.tensorfusion else []
+            addons = [tensorfusion.addon(chart_version=args.chart_version, namespace=args.namespace,
+                                         operator_binary=args.operator_binary)] if args.tensorfusion else []
             state = cluster.up(args.state, nodes=args.nodes, cpu_nodes=args.cpu_nodes,
                                ready_delay=args.ready_delay,
                                node_lifecycle=not args.no_node_lifecycle,

@@ -213,14 +213,23 @@ def up(state_dir: Path, nodes: int = 3, cpu_nodes: int = 1, ready_delay: float =
 SCHEDULER_NAMES = ("default-scheduler", "tensor-fusion-scheduler")
 
 
-def scheduler_config(kubeconfig: Path) -> str:
+def scheduler_config(kubeconfig: Path, names=SCHEDULER_NAMES) -> str:
     """kube-scheduler's configuration file. With --config, kube-scheduler ignores its client
     flags (--kubeconfig, --kube-api-qps, ...), so the client connection is set here."""
     return json.dumps({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": name} for name in SCHEDULER_NAMES]}, indent=2)
+        "profiles": [{"schedulerName": name} for name in names]}, indent=2)
+
+
+def leave_scheduler_name(state_dir: Path, name: str) -> None:
+    """kube-scheduler stops serving the profile ``name`` (restarted with its new configuration):
+    a scheduler of that name of its own runs now (TensorFusion's operator embeds one)."""
+    state_dir = Path(state_dir).resolve()
+    (state_dir / "scheduler.json").write_text(scheduler_config(
+        state_dir / "kubeconfig", [n for n in SCHEDULER_NAMES if n != name]))
+    restart_process(state_dir, "kube-scheduler")
 
 
 def _spawn_supervised(name: str, argv: List[str], logs: Path) -> Dict:

@@ -30,6 +30,17 @@ def free_ports(count: int) -> List[int]:
             sock.close()
 
 
+def port_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` on any interface (a server that binds every interface
+    clashes with one on loopback too)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
 def load_state(state_dir: Path) -> Optional[Dict]:
     """The state record of the lab in ``state_dir``, or None when there is none (or it is unreadable)."""
     try:

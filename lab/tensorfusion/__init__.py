@@ -20,8 +20,9 @@ import yaml
 
 from .. import addons, paths, procs
 from ..errors import LabError
-from ..state import free_ports, save_state
+from ..state import free_ports, port_free, save_state
 from .chartrepo import V1, V2, VERSIONS  # noqa: F401  (re-exported for tests and the CLI)
+from . import upstream
 
 NAMESPACE = "tensor-fusion-sys"
 RELEASE = "tensor-fusion-sys"
@@ -132,8 +133,15 @@ def _ensure_namespace_and_secret(api_client, cert_dir: Path, namespace: str) -> 
 
 
 def start_operator(state: Dict, workers: int = 8, gpus_per_node: int = 1) -> Dict:
-    """(Re)start the operator double; its record replaces any earlier one in the state (which
-    is stopped first, so that no double is left running unrecorded)."""
+    """(Re)start the operator (the double, or the binary the lab was given); its record replaces
+    any earlier one in the state (which is stopped first, so that no operator is left running
+    unrecorded)."""
+    if (state.get("tensorfusion") or {}).get("operator") == "upstream":
+        api = _clients(state)
+        try:
+            return upstream.start_operator(state, api)
+        finally:
+            api.close()
     stop_operator(state)
     logs = Path(state["state_dir"]) / "logs"
     rec = procs.spawn("tf-operator", [
@@ -288,13 +296,15 @@ def wait_settled(state: Dict, timeout: float) -> None:
 
 
 def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
-          namespace: str = NAMESPACE) -> List[Dict]:
+          namespace: str = NAMESPACE, operator_binary: Optional[str] = None) -> List[Dict]:
     """Install the CRDs, start the chart repository, the webhook and the operator double, install
     chart ``chart_version`` with helm 3 into ``namespace`` (the release's and the operator's) and
     wait until TensorFusion has settled (``wait_settled``). Appends the process records to ``state['processes']`` and
     the details to ``state['tensorfusion']``; returns the records it started. Called on a running
     lab, it makes TensorFusion an add-on of that lab (recorded in ``state['addons']``), as
-    ``cluster.up`` does for the add-ons it starts."""
+    ``cluster.up`` does for the add-ons it starts. ``operator_binary``: TensorFusion's own
+    operator runs instead of the double (lab/tensorfusion/upstream.py), serving the webhook
+    itself."""
     if ADDON not in addons.recorded(state):
         state["addons"] = addons.recorded(state) + [ADDON]
     state_dir = Path(state["state_dir"])
@@ -308,6 +318,11 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
         _webhook_cert(state, tf_dir, namespace)
         _ensure_namespace_and_secret(api, tf_dir, namespace)
         wh_port, repo_port = free_ports(2)
+        if operator_binary:
+            wh_port = upstream.WEBHOOK_PORT
+            if not port_free(wh_port):
+                raise TensorFusionError(f"port {wh_port}, where TensorFusion's operator serves its webhook, "
+                                        "is taken (another lab with that operator?)")
         repo_url = f"http://127.0.0.1:{repo_port}"
         webhook_url = f"https://127.0.0.1:{wh_port}/mutate-v1-pod"
         ca = base64.b64encode((state_dir / "pki" / "ca.crt").read_bytes()).decode()
@@ -320,20 +335,29 @@ def start(state: Dict, chart_version: str = V1, timeout: Optional[float] = None,
                                 state["kubeconfig"], "--port", str(wh_port),
                                 "--cert", str(tf_dir / "webhook.crt"),
                                 "--key", str(tf_dir / "webhook.key")])):
+            if operator_binary and name == "tf-webhook":
+                continue  # the operator serves its own
             rec = procs.spawn(name, cmd, logs, env=_env())
             started.append(rec)
             state["processes"].append(rec)
         state["tensorfusion"] = {"chart_repo": repo_url, "webhook_url": webhook_url,
                                  "webhook_port": wh_port, "namespace": namespace,
                                  "release": RELEASE, "chart": CHART, "versions": list(VERSIONS),
-                                 "chart_version": chart_version, "knobs_configmap": KNOBS}
+                                 "chart_version": chart_version, "knobs_configmap": KNOBS,
+                                 "operator": "upstream" if operator_binary else "double",
+                                 "operator_binary": str(Path(operator_binary).resolve()) if operator_binary else None}
         save_state(state)
         _wait_http(f"{repo_url}/index.yaml", started[0], "chart repository")
-        import ssl
-        _wait_http(f"https://127.0.0.1:{wh_port}/healthz", started[1], "webhook",
-                   ctx=ssl.create_default_context(cafile=str(state_dir / "pki" / "ca.crt")))
-        started.append(start_operator(state))
-        helm_install(state, chart_version)
+        if operator_binary:
+            # Configured from what the chart installs: after it.
+            helm_install(state, chart_version)
+            started.append(upstream.start_operator(state, api))
+        else:
+            import ssl
+            _wait_http(f"https://127.0.0.1:{wh_port}/healthz", started[1], "webhook",
+                       ctx=ssl.create_default_context(cafile=str(state_dir / "pki" / "ca.crt")))
+            started.append(start_operator(state))
+            helm_install(state, chart_version)
         wait_settled(state, timeout)
     finally:
         api.close()
@@ -350,13 +374,15 @@ class TensorFusion(addons.Addon):
     name = ADDON
 
     def __init__(self, chart_version: Optional[str] = None, namespace: Optional[str] = None,
-                 timeout: Optional[float] = None):
+                 timeout: Optional[float] = None, operator_binary: Optional[str] = None):
         self.chart_version = chart_version or V1
         self.namespace = namespace or NAMESPACE
         self.timeout = timeout
+        self.operator_binary = operator_binary
 
     def start(self, state: Dict) -> None:
-        start(state, self.chart_version, timeout=self.timeout, namespace=self.namespace)
+        start(state, self.chart_version, timeout=self.timeout, namespace=self.namespace,
+              operator_binary=self.operator_binary)
 
     def stop(self, state: Dict) -> None:
         for rec in reversed(state["processes"]):
@@ -372,9 +398,11 @@ class TensorFusion(addons.Addon):
 
 
 def addon(chart_version: Optional[str] = None, namespace: Optional[str] = None,
-          timeout: Optional[float] = None) -> TensorFusion:
-    """The add-on with these options (None: chart ``V1``, namespace ``NAMESPACE``)."""
-    return TensorFusion(chart_version=chart_version, namespace=namespace, timeout=timeout)
+          timeout: Optional[float] = None, operator_binary: Optional[str] = None) -> TensorFusion:
+    """The add-on with these options (None: chart ``V1``, namespace ``NAMESPACE``, the double;
+    ``operator_binary``: TensorFusion's own operator, lab/tensorfusion/upstream.py)."""
+    return TensorFusion(chart_version=chart_version, namespace=namespace, timeout=timeout,
+                        operator_binary=operator_binary)
 
 
 addons.register(ADDON, addon)
