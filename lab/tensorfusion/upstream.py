@@ -107,7 +107,7 @@ def start_operator(state: Dict, api) -> Dict:
     tf.update(operator="upstream", operator_http_port=http, operator_health_port=health)
     if not any(r["name"] == "tf-gpus" and procs.alive(r) for r in state["processes"]):
         gpus = procs.spawn("tf-gpus", [sys.executable, "-m", "lab.tensorfusion.gpus", "--kubeconfig",
-                                       state["kubeconfig"]], logs,
+                                       state["kubeconfig"], "--namespace", namespace], logs,
                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
         state["processes"] = [r for r in state["processes"] if r["name"] != "tf-gpus"] + [gpus]
     save_state(state)

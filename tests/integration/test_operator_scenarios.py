@@ -453,6 +453,42 @@ def test_in_place_and_versioned_rotation_of_a_hypervisor_pull_secret(op_lab, api
     assert run.rc == 0 and again["changed"] is False, again
 
 
+def test_a_rotation_the_operator_would_never_roll_out_is_refused_before_any_write(op_lab, api, upgraded):
+    """#47 (4): with enableVector on over the chart's one-container hypervisor template, the
+    operator replaces the containers with bare ones of its own, dropping the environment where an
+    in_place rotation records the Secret's version: the rotation could never reach the Pods
+    (upstream's operator showed it: the module waited, put the old content back and said the
+    consumers were restarted). It is refused before anything is written, saying why."""
+    assert upgraded[0].rc == 0
+    settled(op_lab)
+    core = client.CoreV1Api(api)
+    base = "vecred-" + uuid.uuid4().hex[:5]
+    core.create_namespaced_secret(NS, {"metadata": {"name": base}, "stringData": {"token": canary("old")}})
+    consumer = [{"kind": "TensorFusionCluster", "pool": POOL, "component": "hypervisor"}]
+    hv_template = template(api)["componentConfig"]["hypervisor"]["podTemplate"]
+    assert len(hv_template["template"]["spec"]["containers"]) == 1, "the chart renders one container"
+    hv_template["template"]["spec"]["imagePullSecrets"] = [{"name": base}]
+    rolling = {"auto_update_hypervisor": True, "batch_percentage": 50, "batch_interval": "1s"}
+    run, res = rollout(op_lab, components={"hypervisor": {"pod_template": hv_template, "enable_vector": True}},
+                       rolling_update=rolling)
+    assert run.rc == 0, res.get("msg")
+    try:
+        secrets_before = dict((s.metadata.name, s.metadata.resource_version) for s in core.list_namespaced_secret(NS).items)
+        tfc_before = cluster_obj(api)["metadata"]["generation"]
+        never = canary("never")
+        run, res = rotate(op_lab, name=base, strategy="in_place", string_data={"token": never}, consumers=consumer)
+        assert run.rc != 0 and res["changed"] is False, res
+        assert ("the operator would never roll this rotation out (its hypervisor template has 1 container "
+                "while enableVector is on") in res["msg"] and "nothing was written" in res["msg"], res["msg"]
+        assert_no_value(run.stdout + run.stderr, [never])
+        assert dict((s.metadata.name, s.metadata.resource_version)
+                    for s in core.list_namespaced_secret(NS).items) == secrets_before
+        assert cluster_obj(api)["metadata"]["generation"] == tfc_before, "the TensorFusionCluster was not written"
+    finally:
+        run, res = rollout(op_lab, components={"hypervisor": {"enable_vector": False}}, rolling_update=rolling)
+        assert run.rc == 0, res.get("msg")
+
+
 # ---- a health gate -------------------------------------------------------------------------------
 def test_a_health_gate_stops_a_bad_batch(op_lab, api, upgraded):
     """The service's health check fails once the first batch runs the new hypervisor: the gate

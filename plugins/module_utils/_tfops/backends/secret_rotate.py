@@ -94,6 +94,17 @@ class _Stuck(Exception):
         self.consumer, self.error, self.rotated = consumer, error, rotated
 
 
+def _repoint_all(consumer, olds, new):
+    """The template change of a versioned rotation: every old name repointed to ``new``."""
+    changes = [consumer.rotation_change(None, old, new) for old in olds]
+
+    def change(template):
+        for one in changes:
+            template = one(template)
+        return template
+    return change
+
+
 class RotateTask(Run):
     """``helm``: the helm CLI, only for HelmRelease consumers."""
 
@@ -316,10 +327,12 @@ class RotateTask(Run):
             except (InvalidInput, ReleaseNotFound) as exc:
                 raise InvalidInput("consumer %s: %s; nothing was written" % (consumer.label, exc.msg))
 
-    def _preflight(self, consumers):
+    def _preflight(self, consumers, change_of=None):
+        """``change_of(consumer)``: the template change the rotation makes there (its preflight
+        refuses one the operator would not roll)."""
         for consumer in consumers:
             if isinstance(consumer, PoolComponentConsumer):
-                consumer.preflight()
+                consumer.preflight(change_of(consumer) if change_of else None)
 
     def versioned(self, data, secret_type, current):
         new_name = secretrefs.versioned_name(self.params["name"], data, secret_type)
@@ -336,7 +349,8 @@ class RotateTask(Run):
         moves = [(c, [n for n in used if n != new_name]) for c, used in uses]
         moves = [(c, olds) for c, olds in moves if olds]
         unrolled = [c for c, used in uses if new_name not in used]
-        self._preflight([c for c, _olds in moves])
+        olds_of = dict((id(c), olds) for c, olds in moves)
+        self._preflight([c for c, _olds in moves], lambda c: _repoint_all(c, olds_of[id(c)], new_name))
         changed = existing is None or bool(moves)
         result = {"secret": secret_plan.content_view(new_name, data, secret_type),
                   "previous": sorted(set(n for _c, olds in moves for n in olds)),
@@ -392,7 +406,8 @@ class RotateTask(Run):
         consumers = self.consumers([name])
         self._require(consumers)
         self._require_references(consumers, name)
-        self._preflight(consumers)
+        key = secret_annotation(current)[0]
+        self._preflight(consumers, lambda c: c.rotation_change(key) if not same else None)
         backup = secretrefs.versioned_name(name, old_data, old_type)
         result = {"secret": secret_plan.content_view(name, data, secret_type),
                   "previous": [] if same else [backup],

@@ -176,8 +176,13 @@ class PoolComponentConsumer:
     def auto_update(self):
         return rollout.auto_update(self._entry()[2]["specTemplate"], self.component)
 
-    def preflight(self):
-        """Refuse, before anything is written, a change that could never reach the Pods."""
+    def preflight(self, change=None):
+        """Refuse, before anything is written, a change that could never reach the Pods:
+        ``change`` (template -> template), the rotation's own, must move the component's hash
+        (the operator rebuilds a hypervisor's containers when their number does not fit
+        enableVector, dropping the environment an in_place rotation records its version in)."""
+        if change is not None:
+            self._refuse_unhashed(change)
         if self.auto_update():
             return
         if self.component != "hypervisor" or not self.params.get("delete_unrolled_pods"):
@@ -186,6 +191,34 @@ class PoolComponentConsumer:
                 "out; turn it on (gpupool_rollout) or, for hypervisors, set "
                 "delete_unrolled_pods so that stale Pods are deleted and recreated" % (
                     self.label, self.component.capitalize()))
+
+    def _refuse_unhashed(self, change):
+        before = self._entry()[2]["specTemplate"]
+        after = self._changed_template(change)(before)
+        if after == before or self.component in rollout.hash_changed_components(before, after):
+            return
+        why = "the change is in a part of the Pod template the operator does not hash"
+        if self.component == "hypervisor":
+            hv = (before.get("componentConfig") or {}).get("hypervisor") or {}
+            count = len((((hv.get("podTemplate") or {}).get("template") or {}).get("spec") or {}).get(
+                "containers") or [])
+            vector = bool(hv.get("enableVector"))
+            if count != (2 if vector else 1):
+                why = ("its hypervisor template has %d container%s while enableVector is %s, so the "
+                       "operator replaces them with bare containers of its own and drops their "
+                       "environment, where this rotation would record the Secret's version; give the "
+                       "template the %s container%s enableVector calls for" % (
+                           count, "" if count == 1 else "s", "on" if vector else "off",
+                           "two" if vector else "one", "s" if vector else ""))
+        raise InvalidInput("%s: the operator would never roll this rotation out (%s); nothing was "
+                           "written" % (self.label, why))
+
+    def rotation_change(self, key, old=None, new=None):
+        """The template change a rotation makes here, for preflight: the version mark of an
+        in_place rotation (``key``), or the references repointed from ``old`` to ``new``."""
+        if old is not None:
+            return lambda t: secret_plan.repoint_template(t, old, new)
+        return lambda t: secret_plan.mark_template_env(t, key, "(the next version)", DEFAULT_CONTAINER[self.component])
 
     def _changed_template(self, change):
         def transform(spec_template):
