@@ -147,6 +147,34 @@ def _node_findings(data):
                               "hypervisor Pod %s on %s is not Ready (%s)" % (
                                   pod["name"], pod["node"], pod["reason"] or "no reason given"),
                               pool_of.get(pod["node"])))
+    out += _isolation_policy_findings(data, pool_of)
+    return out
+
+
+def operator_isolation_policy(data):
+    """The isolation policy the operator runs with (its controller's TF_ISOLATION_MODE_POLICY;
+    without it the binary's own default, static), or None when the controllers disagree or none
+    is seen."""
+    policies = set((c.get("isolation_policy") or "static").lower() for c in data["controller"])
+    return policies.pop() if len(policies) == 1 else None
+
+
+def _isolation_policy_findings(data, pool_of):
+    """Hypervisor Pods started with another isolation policy than the operator's: the operator
+    records a switch of policy but upstream's did not roll its hypervisors to it (#47); under the
+    dynamic policy its scheduler then uses no GPU whose hypervisor reports another."""
+    want = operator_isolation_policy(data)
+    out = []
+    for pod in data["hypervisors"] if want else []:
+        have = (pod.get("isolation_policy") or "").lower()
+        if have and have != want:
+            out.append(dict(finding(
+                "HYPERVISOR_POLICY_STALE", "blocking", "pod/%s/%s" % (pod["namespace"], pod["name"]),
+                "hypervisor Pod %s on %s runs with --isolation-policy=%s while the operator's policy is %s: "
+                "the operator recorded the switch but does not roll its hypervisors to it, and GPUs on this "
+                "node are not scheduled as the policy says; delete the Pod, one node at a time, and the "
+                "operator creates it again with the new policy" % (pod["name"], pod["node"], have, want)),
+                pool=pool_of.get(pod["node"])))
     return out
 
 

@@ -76,6 +76,17 @@ def slim_gpu_phase(obj):
     return (obj.get("status") or {}).get("phase", "")
 
 
+def _flag(args, name):
+    """The value of ``--name=value`` or ``--name value`` in a container's args, or None."""
+    args = list(args or [])
+    for index, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+    return None
+
+
 def slim_pod(obj):
     meta = obj["metadata"]
     labels = meta.get("labels") or {}
@@ -84,6 +95,9 @@ def slim_pod(obj):
             "node": (obj.get("spec") or {}).get("nodeName"), "ready": pod_ready(obj),
             "reason": None if pod_ready(obj) else _pod_reason(obj),
             "image": ((obj.get("spec") or {}).get("containers") or [{}])[0].get("image"),
+            # A hypervisor's --isolation-policy argument (None for another Pod, or without it).
+            "isolation_policy": _flag(((obj.get("spec") or {}).get("containers") or [{}])[0].get("args"),
+                                      "--isolation-policy"),
             "restarts": sum(c.get("restartCount", 0)
                             for c in (obj.get("status") or {}).get("containerStatuses") or [])}
 
@@ -194,7 +208,11 @@ class Gatherer:
             return {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"],
                     "replicas": int((obj.get("spec") or {}).get("replicas", 1)),
                     "available": int(status.get("availableReplicas") or 0),
-                    "images": [c.get("image") for c in obj["spec"]["template"]["spec"].get("containers") or []]}
+                    "images": [c.get("image") for c in obj["spec"]["template"]["spec"].get("containers") or []],
+                    # The operator's isolation policy, as its controller container is given it.
+                    "isolation_policy": next((e.get("value") for c in obj["spec"]["template"]["spec"].get(
+                        "containers") or [] if c.get("name") == "controller" for e in c.get("env") or []
+                        if e.get("name") == "TF_ISOLATION_MODE_POLICY"), None)}
         return self._list("Deployment", project, api_version="apps/v1", namespace=self.namespace,
                           label_selector=selector)
 

@@ -125,7 +125,8 @@ ADOPTED = ("; it rolls %s, what this run asks for: the run takes it over (a run 
            "it finished left it) and its pools step waits for it through the same gates and deadline")
 # What a campaign under way shows while its nodes' hypervisors are recreated: part of a campaign
 # this run takes over, not a reason to refuse (its pools step's stall and Pod verdicts still judge them).
-FOLLOWS_CAMPAIGN = ("CLUSTER_NOT_RUNNING", "POOL_NOT_RUNNING", "GPUNODE_NOT_RUNNING", "HYPERVISOR_NOT_READY")
+FOLLOWS_CAMPAIGN = ("CLUSTER_NOT_RUNNING", "POOL_NOT_RUNNING", "GPUNODE_NOT_RUNNING", "HYPERVISOR_NOT_READY",
+                    "HYPERVISOR_POLICY_STALE")
 PART_OF = "; part of the rollout of GPUPool %s that this run takes over"
 
 

@@ -226,3 +226,26 @@ def test_the_nodes_of_a_batch_that_a_pause_caught_are_warnings_of_that_pause():
     data = picture()
     data["gpunodes"] = [{"name": "n1", "phase": "Pending", "pool": "tf-shared"}]
     assert ("GPUNODE_NOT_RUNNING", "blocking") in codes(data)
+
+
+@pytest.mark.parametrize("operator, hypervisor, stale", [
+    ("static", "dynamic", True), ("Dynamic", "dynamic", False), (None, "dynamic", True), (None, "static", False),
+    ("static", None, False),
+])
+def test_a_hypervisor_on_another_isolation_policy_than_the_operator_s_is_named(operator, hypervisor, stale):
+    """#47 (3): upstream's operator recorded a policy switch but its hypervisors kept the old one."""
+    data = healthy()
+    data["controller"][0]["isolation_policy"] = operator
+    data["hypervisors"][0]["isolation_policy"] = hypervisor
+    found = [f for f in findings.builtin_findings(data) if f["code"] == "HYPERVISOR_POLICY_STALE"]
+    assert bool(found) is stale, found
+    if stale:
+        assert found[0]["severity"] == "blocking" and "--isolation-policy=%s" % hypervisor in found[0]["message"]
+        assert "delete the Pod, one node at a time" in found[0]["message"]
+
+
+def test_controllers_that_disagree_name_no_policy():
+    data = healthy()
+    data["controller"] = [dict(data["controller"][0], isolation_policy="static"),
+                          dict(data["controller"][0], name="other", isolation_policy="dynamic")]
+    assert findings.operator_isolation_policy(data) is None
