@@ -212,18 +212,19 @@ class RolloutTask(Run):
         restore = (lambda t: _with_interval(t, rollout.policy_of(new).get("batchInterval"))) if held else None
         gated = GatedBatches(self.kube, observer, gate, utcnow()) if gate else None
         closed = []  # the business changes' summary, once their watch is stopped
+        written = None  # the cluster as this task last wrote it
         try:
             if spec_changed or held:
                 def change(template):
                     new_template = plan_change(params, template, marker, self.template_change)[0]
                     return _with_interval(new_template, hold) if held else new_template
-                editor.update(pool_entry_transform(entry_name, change))
+                written = editor.update(pool_entry_transform(entry_name, change))
                 if new_marker != marker:
-                    editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
+                    written = editor.update(lambda obj: with_paused_marker(obj, entry_name, new_marker))
                 result["changed"] = True
             if not params["wait"] or not waits:
                 if params["wait"] and spec_changed:
-                    result["reconcile_requested"] = self._settle(editor.name)
+                    result["reconcile_requested"] = self._settle(editor.name, written)
                 return self._finish(result, observer.read_pool(), [], None)
             with self._rolling(editor.name, entry_name, waits):
                 try:
@@ -232,7 +233,7 @@ class RolloutTask(Run):
                 finally:
                     self.warnings.extend(observer.notes + observer.absence_notes())
             if spec_changed and params["wait_until_progress"] >= 100:  # not mid-campaign: a batch loop's call
-                done["reconcile_requested"] = self._settle(editor.name)
+                done["reconcile_requested"] = self._settle(editor.name, written)
         except TfopsError as exc:
             if business is not None:
                 closed.append(self._close_business(business, gpupool))
@@ -244,7 +245,7 @@ class RolloutTask(Run):
         result["business_changes"] = closed[0] if closed else None
         return done
 
-    def _settle(self, cluster_name):
+    def _settle(self, cluster_name, written):
         """The operator may leave the cluster Updating after a write of ours (gpupool/stale.py):
         made to look again before the task ends. Returns the GPUPools annotated."""
         pools_api = self.kube.resource("GPUPool", group=TF_GROUP)
@@ -261,7 +262,8 @@ class RolloutTask(Run):
                     if exc.status != 404:
                         raise
             return stale.cluster_view(tfc), pools
-        return stale.settle(self.kube, cluster_name, picture, self.deadline, self.warnings)
+        version = ((written or {}).get("metadata") or {}).get("resourceVersion")
+        return stale.settle(self.kube, cluster_name, version, picture, self.deadline, self.warnings)
 
     @contextlib.contextmanager
     def _rolling(self, cluster, entry_name, waits):

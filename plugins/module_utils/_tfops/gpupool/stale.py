@@ -73,18 +73,23 @@ def stale(cluster, pools):
                                           "are" if len(names) > 1 else "is", CURE))
 
 
-def settle(kube, cluster_name, read_picture, deadline, warnings):
-    """After this module wrote TensorFusionCluster ``cluster_name``: wait for it to be Running
-    (at most REQUEUE_SECONDS); if its status is then stale (``read_picture()`` returns the slim
-    cluster_view and the pool_view of each of its GPUPools), annotate its GPUPools and wait again (AFTER_NUDGE_SECONDS).
-    Returns the GPUPools it annotated; a cluster still not Running is a warning."""
+def settle(kube, cluster_name, written_version, read_picture, deadline, warnings):
+    """After this module wrote TensorFusionCluster ``cluster_name`` (its resourceVersion then:
+    ``written_version``): wait for the operator's answer, a status written since that says
+    Running (at most REQUEUE_SECONDS; a status still from before the write says nothing); if its
+    status is then stale (``read_picture()`` returns the cluster_view and the pool_view of each
+    of its GPUPools), annotate its GPUPools and wait again (AFTER_NUDGE_SECONDS). Returns the
+    GPUPools it annotated; a cluster still not Running is a warning."""
     resource = kube.resource("TensorFusionCluster", group=TF_GROUP)
     watcher = ObjectWatcher(kube, resource, name=cluster_name)
+    before = [written_version]  # the version whose status says nothing (none after the nudge)
 
     def running(objects):
-        obj = next(iter(objects.values()), None)
-        phase = ((obj or {}).get("status") or {}).get("phase")
-        return phase == "Running", "TensorFusionCluster %s is %s" % (cluster_name, phase or "without a phase")
+        obj = next(iter(objects.values()), None) or {}
+        phase = (obj.get("status") or {}).get("phase")
+        answered = (obj.get("metadata") or {}).get("resourceVersion") != before[0]
+        return phase == "Running" and answered, "TensorFusionCluster %s is %s%s" % (
+            cluster_name, phase or "without a phase", "" if answered else " (as before this write)")
 
     def wait(seconds):
         try:
@@ -105,6 +110,7 @@ def settle(kube, cluster_name, read_picture, deadline, warnings):
                   body={"metadata": {"annotations": {NUDGE_ANNOTATION: micro_time(utcnow())}}},
                   content_type="application/merge-patch+json")
     watcher.resource_version = None  # list again: the annotation's events come after it
+    before[0] = None  # the nudge changed no cluster: any Running counts now
     if not wait(AFTER_NUDGE_SECONDS):
         warnings.append("%s; annotated %s, and it is still not Running after %ds" % (
             why, ", ".join(nudged), AFTER_NUDGE_SECONDS))
