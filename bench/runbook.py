@@ -4,7 +4,7 @@ status write of each campaign to its final synced write, overlapping campaigns m
 rest goes: per role and per task, from the benchmark callback (ansible.posix's profile_tasks is
 not installed here; tfops_bench_times records the same start and end of each task). Part 7 puts
 that ratio side by side per operator: the double at upstream's batch timing and at the lab's
-default, and upstream's own operator (blocked: not built)."""
+default, and upstream's own operator when its binary is given (TFOPS_OPERATOR_BINARY)."""
 import time
 from collections import defaultdict
 
@@ -92,23 +92,57 @@ def run(state, repetitions=2, pct=20, interval="1s"):
 
 # The operators part 7 puts side by side: the double at upstream's batch timing (its lab floor
 # batchGapFloorSeconds at 0: the next batch due once batchInterval has passed), the double at
-# the lab's default floor (3 s), and upstream's own operator, which the lab cannot run yet.
+# the lab's default floor (3 s), and upstream's own operator when its binary is given
+# (TFOPS_OPERATOR_BINARY; built by hand outside the repository, CONTRIBUTING.md), on a lab of the
+# same size of its own.
 DOUBLE_TIMINGS = (("double, upstream's batch timing (floor 0)", 0), ("double, lab default (floor 3 s)", 3))
-UPSTREAM_BLOCKED = (
-    "blocked: upstream's operator is not built (issue 38 parts 1-2): the Go module proxy refuses "
-    "github.com/NexusGPU/tensor-fusion at every version (`go list -m -versions "
-    "github.com/NexusGPU/tensor-fusion`: 403 Forbidden, \"This module version is not available.\"), "
-    "so there is no `lab up --operator upstream` to measure")
+UPSTREAM_SKIPPED = ("not measured: TFOPS_OPERATOR_BINARY names no binary of upstream's operator (it is built "
+                    "by hand, outside the repository: CONTRIBUTING.md, 'The real operator')")
 
 
-def run_operators(state, repetitions=2, pct=20, interval="1s"):
+def _summary(label, mine, **extra):
+    seconds, rollout = median(r["seconds"] for r in mine), median(r["rollout_seconds"] for r in mine)
+    return dict({"operator": label, "runs": mine, "seconds": seconds, "rollout_seconds": rollout,
+                 "ratio": median(r["ratio"] for r in mine),
+                 "overhead_seconds": seconds - rollout if seconds is not None and rollout else None}, **extra)
+
+
+def _upstream_runs(state, binary, repetitions, pct, interval):
+    """The same runs on a lab of the same size running upstream's operator, its campaigns timed
+    from a watch of the pools (bench/poolwatch.py: it logs no status writes)."""
+    import tempfile
+    from pathlib import Path
+
+    from bench.poolwatch import PoolStatusRecorder
+    from lab import cluster
+    from lab import tensorfusion as tf
+    with tempfile.TemporaryDirectory(prefix="tfops-bench-upstream-") as tmp:
+        up = cluster.up(Path(tmp) / "lab", nodes=state.get("nodes") or 100, cpu_nodes=1,
+                        addons=[tf.addon(operator_binary=binary)])
+        api = tf._clients(up)  # pylint: disable=protected-access
+        recorder = PoolStatusRecorder(api).start()
+        try:
+            lab = Lab(up)
+            lab.recorder = recorder
+            warm_up = one_run(lab, up, True, pct, interval)
+            runs = [one_run(lab, up, True, pct, interval) for _ in range(repetitions)]
+        finally:
+            recorder.stop()
+            api.close()
+            cluster.down(Path(tmp) / "lab")
+    return warm_up, runs
+
+
+def run_operators(state, repetitions=2, pct=20, interval="1s", operator_binary=None):
     """Part 7: ``upgrade.yml`` (one task per batch) against the operator's own rollout time - from
     a campaign's first status write to its synced write, the physical limit of a rollout - per
     operator. One warm-up run first (it also takes the chart to its newest version), then
-    ``repetitions`` runs per timing of the double, interleaved; upstream's column says why it is
-    empty."""
+    ``repetitions`` runs per timing of the double, interleaved; then upstream's operator
+    (``operator_binary``, default TFOPS_OPERATOR_BINARY) the same way, or why it is not measured."""
+    import os
     if not UPGRADE.exists():
         raise RuntimeError("playbooks/upgrade.yml is not in the tree yet")
+    binary = operator_binary or os.environ.get("TFOPS_OPERATOR_BINARY")
     lab = Lab(state)
     runs = dict((label, []) for label, _floor in DOUBLE_TIMINGS)
     try:
@@ -120,14 +154,12 @@ def run_operators(state, repetitions=2, pct=20, interval="1s"):
                 runs[label].append(one_run(lab, state, True, pct, interval))
     finally:
         lab.set_gap_floor(None)
-    operators = []
-    for label, floor in DOUBLE_TIMINGS:
-        mine = runs[label]
-        seconds, rollout = median(r["seconds"] for r in mine), median(r["rollout_seconds"] for r in mine)
-        operators.append({"operator": label, "gap_floor": floor, "runs": mine, "seconds": seconds,
-                          "rollout_seconds": rollout, "ratio": median(r["ratio"] for r in mine),
-                          "overhead_seconds": seconds - rollout if seconds is not None and rollout else None})
-    operators.append({"operator": "upstream", "blocked": UPSTREAM_BLOCKED})
+    operators = [_summary(label, runs[label], gap_floor=floor) for label, floor in DOUBLE_TIMINGS]
+    if binary:
+        up_warm_up, up_runs = _upstream_runs(state, binary, repetitions, pct, interval)
+        operators.append(_summary("upstream (%s)" % os.path.basename(binary), up_runs, warm_up=up_warm_up))
+    else:
+        operators.append({"operator": "upstream", "blocked": UPSTREAM_SKIPPED})
     return {"nodes": state.get("nodes"), "batch_percentage": pct, "batch_interval": interval,
             "warm_up": warm_up, "operators": operators}
 
@@ -136,7 +168,7 @@ def render_operators(report):
     rows = []
     for op in report["operators"]:
         if op.get("blocked"):
-            rows.append([op["operator"], None, None, None, None, "blocked, see below"])
+            rows.append([op["operator"], None, None, None, None, "not measured, see below"])
         else:
             rows.append([op["operator"], op["seconds"], op["rollout_seconds"], op["overhead_seconds"],
                          op["ratio"], "median of %d" % len(op["runs"])])

@@ -159,11 +159,30 @@ def test_processes_cpu_seconds_counts_a_busy_child_and_nothing_for_a_gone_pid():
 
 
 def test_the_operators_table_gives_each_double_timing_and_why_upstream_is_empty():
-    from bench.runbook import UPSTREAM_BLOCKED, render_operators
+    from bench.runbook import UPSTREAM_SKIPPED, render_operators
     report = {"nodes": 10, "batch_percentage": 20, "batch_interval": "1s", "operators": [
         {"operator": "double, upstream's batch timing (floor 0)", "runs": [{}, {}], "seconds": 40.0,
          "rollout_seconds": 10.0, "overhead_seconds": 30.0, "ratio": 4.0},
-        {"operator": "upstream", "blocked": UPSTREAM_BLOCKED}]}
+        {"operator": "upstream", "blocked": UPSTREAM_SKIPPED}]}
     text = render_operators(report)
     assert "40.00" in text and "10.00" in text and "4.00" in text and "median of 2" in text
-    assert "upstream: blocked:" in text and "403 Forbidden" in text
+    assert "upstream: not measured: TFOPS_OPERATOR_BINARY" in text
+
+
+def test_a_watched_pool_s_status_changes_are_writes_as_the_double_logs_them():
+    """bench/poolwatch.py records a component's (hash, progress, synced) changes only."""
+    from bench import oplog
+    from bench.poolwatch import PoolStatusRecorder
+    recorder = PoolStatusRecorder.__new__(PoolStatusRecorder)
+    recorder.writes, recorder.last = [], {}
+
+    def pool(hash_, progress, synced):
+        return {"metadata": {"name": "p"}, "status": {"componentStatus": {
+            "hypervisor": hash_, "hypervisorUpdateProgress": progress, "hypervisorConfigSynced": synced}}}
+    for state in (("a", 100, True), ("a", 100, True), ("b", 0, False), ("b", 50, False), ("b", 100, True)):
+        recorder._record(pool(*state))  # pylint: disable=protected-access
+    mine = [w for w in recorder.status_writes() if w["component"] == "hypervisor"]
+    assert [(w["hash"], w["progress"], w["synced"]) for w in mine] == [
+        ("a", 100, True), ("b", 0, False), ("b", 50, False), ("b", 100, True)]
+    first, final = oplog.campaign(recorder.status_writes(), "p", "hypervisor", "a")
+    assert first["hash"] == "b" and final["progress"] == 100
