@@ -193,5 +193,3 @@ def render(report):
     last = report["runs"][-1]
     text += "\nper role (last run): " + ", ".join("%s %.1fs" % kv for kv in last["by_role"].items())
     return text
-
-

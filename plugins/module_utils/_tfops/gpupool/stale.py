@@ -115,4 +115,3 @@ def settle(kube, cluster_name, written_version, read_picture, deadline, warnings
         warnings.append("%s; annotated %s, and it is still not Running after %ds" % (
             why, ", ".join(nudged), AFTER_NUDGE_SECONDS))
     return nudged
-
