@@ -223,6 +223,30 @@ def test_chart_upgrade_without_pool_changes_starts_no_campaign(op_lab, api, upgr
     assert {n: p[0] for n, p in hypervisors(api).items()} == {n: p[0] for n, p in pods_before.items()}
 
 
+def test_a_chart_that_switches_the_isolation_policy_says_so_before_the_write(op_lab, api, upgraded):
+    """#47 (3): upstream's operator records a switch of its isolation policy but its hypervisor
+    Pods kept the old one: the chart step says so before it writes (here in check mode, which
+    writes nothing)."""
+    assert upgraded[0].rc == 0
+    revision = release_revision(api)
+    run = run_playbook("helm_release.yml", {
+        "lab_kubeconfig": op_lab["kubeconfig"], "helm_binary": HELM, "hr_name": NS,
+        "hr_namespace": NS, "hr_chart_ref": "tensor-fusion",
+        "hr_chart_repo_url": op_lab["tensorfusion"]["chart_repo"], "hr_chart_version": tf.V2,
+        "hr_reuse_values": True, "hr_set_values": [{"value": "controller.isolationModePolicy=static"}]},
+        args=("--check",))
+    res = run.task_results("Release")
+    assert run.rc == 0 and res["changed"] is True, res.get("msg") or run.stdout[-2000:]
+    assert any("switches the operator's isolation policy from dynamic to static" in w and "HYPERVISOR_POLICY_STALE" in w
+               for w in res.get("warnings") or []), res.get("warnings")
+    assert release_revision(api) == revision, "check mode wrote nothing"
+
+
+def release_revision(api_client):
+    secrets = client.CoreV1Api(api_client).list_namespaced_secret(NS, label_selector="owner=helm,name=%s" % NS).items
+    return max(int(s.metadata.labels["version"]) for s in secrets)
+
+
 # ---- component rollouts (gpupool_rollout) -------------------------------------------------------
 @pytest.fixture
 def tf_app(op_lab, api):

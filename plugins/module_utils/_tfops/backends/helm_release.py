@@ -28,6 +28,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.error
 )
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_pools
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import pool_keeper
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import isolation_policy
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.cli import on_secret, open_helm
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.release_changes import (
     changes,
@@ -365,6 +366,10 @@ class ReleaseTask(Run):
             self.result["plan_identity"] = identity
             check_plan_identity(identity, plan)  # before any write of the chart step
         held = self._chart_pool_changes(current, desired)
+        switch = isolation_policy.switch_warning(pool_keeper.documents((current or {}).get("manifest")),
+                                                 pool_keeper.documents(desired["manifest"]))
+        if switch:
+            self.warnings.append(switch)
         if reasons and not self.keeper.enabled:  # an upgrade that applies the chart's pools as rendered
             self._chart_resets(desired["manifest"], (current or {}).get("manifest"))
         self.result.update(changed=self.result["changed"] or bool(reasons), reasons=reasons,
