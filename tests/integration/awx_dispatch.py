@@ -39,6 +39,10 @@ class ExecutionNode:
         path = os.pathsep.join([os.path.dirname(sys.executable), os.path.dirname(helm_bin), "/usr/bin", "/bin"])
         self.env = {"PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8",
                     "ANSIBLE_COLLECTIONS_PATH": str(collections_root)}
+        # The folders the clusters' kubeconfigs are in, as an administrator would name them in
+        # the execution environment (docs/awx.md): the tests' opt-in (tests/conftest.py).
+        if os.environ.get("TFOPS_ALLOWED_PATHS"):
+            self.env["TFOPS_ALLOWED_PATHS"] = os.environ["TFOPS_ALLOWED_PATHS"]
 
 
 def _controller_env():
