@@ -577,7 +577,8 @@ def test_the_business_changes_gate_pauses_the_pool_and_a_rerun_resumes(lab, api_
       "rolling_update": {"auto_update_hypervisor": False}}, "never roll"),
     # What got through before: a survey answer's trailing newline, an instant timeout, a boolean
     # as a number, a container the merge by name cannot place, a negative interval.
-    (hv("4.0.0\n"), "no spaces or newlines"),
+    # (every module's text options are one line: core/option_text.py refuses it first)
+    (hv("4.0.0\n"), "components.hypervisor.image holds a line break or another control character"),
     ({"wait_timeout": 0, **hv("4.0.0")}, "wait_timeout must be a positive number of seconds"),
     (hv("4.0.0", pct=True), "batch_percentage: True is not a whole number 1-100"),
     (hv("4.0.0", batch_interval="-5s"), "'-5s' is negative"),
