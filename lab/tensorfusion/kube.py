@@ -10,6 +10,9 @@ GROUP, VERSION = "tensor-fusion.ai", "v1"
 PLURALS = {"tfc": "tensorfusionclusters", "pool": "gpupools", "gpunode": "gpunodes", "gpu": "gpus",
            "pc": "providerconfigs", "workload": "tensorfusionworkloads"}
 log = logging.getLogger("tf-operator")
+# Every write gives up after this long (then it fails and its reconcile is retried): a call left
+# waiting on a connection the API server dropped while it restarted would hold a worker forever.
+REQUEST_TIMEOUT = 30
 
 ZERO = "0"
 # The status fields that upstream's Go types serialise without omitempty, with their zero values:
@@ -76,13 +79,13 @@ class Api:
         ns = body["metadata"].get("namespace")
         try:
             if kind == "pod":
-                resp = self.core.create_namespaced_pod(ns, body, _preload_content=False)
+                resp = self.core.create_namespaced_pod(ns, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
                 return self._keep(kind, json.loads(resp.data))
             if ns:
                 return self._keep(kind, self.co.create_namespaced_custom_object(
-                    GROUP, VERSION, ns, PLURALS[kind], body))
+                    GROUP, VERSION, ns, PLURALS[kind], body, _request_timeout=REQUEST_TIMEOUT))
             return self._keep(kind, self.co.create_cluster_custom_object(
-                GROUP, VERSION, PLURALS[kind], body))
+                GROUP, VERSION, PLURALS[kind], body, _request_timeout=REQUEST_TIMEOUT))
         except ApiException as exc:
             if exc.status == 409:  # already there: the cache will show it
                 return None
@@ -97,7 +100,7 @@ class Api:
         try:
             if kind == "pod":
                 resp = self.core.patch_namespaced_pod(name, ns, body, _content_type=ctype,
-                                                      _preload_content=False)
+                                                      _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
                 return self._keep(kind, json.loads(resp.data))
             plural = PLURALS[kind]
             if status and isinstance(body, dict):
@@ -106,10 +109,11 @@ class Api:
                 fn = (self.co.patch_namespaced_custom_object_status if status
                       else self.co.patch_namespaced_custom_object)
                 return self._keep(kind, fn(GROUP, VERSION, ns, plural, name, body,
-                                           _content_type=ctype))
+                                           _content_type=ctype, _request_timeout=REQUEST_TIMEOUT))
             fn = (self.co.patch_cluster_custom_object_status if status
                   else self.co.patch_cluster_custom_object)
-            return self._keep(kind, fn(GROUP, VERSION, plural, name, body, _content_type=ctype))
+            return self._keep(kind, fn(GROUP, VERSION, plural, name, body, _content_type=ctype,
+                                       _request_timeout=REQUEST_TIMEOUT))
         except ApiException as exc:
             if self._expected(exc):
                 return None
@@ -120,12 +124,14 @@ class Api:
         opts = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid) if uid else None)
         try:
             if kind == "pod":
-                self.core.delete_namespaced_pod(name, ns, body=opts, _preload_content=False)
+                self.core.delete_namespaced_pod(name, ns, body=opts, _preload_content=False,
+                                                _request_timeout=REQUEST_TIMEOUT)
             elif ns:
                 self.co.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURALS[kind], name,
-                                                        body=opts)
+                                                        body=opts, _request_timeout=REQUEST_TIMEOUT)
             else:
-                self.co.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body=opts)
+                self.co.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], name, body=opts,
+                                                     _request_timeout=REQUEST_TIMEOUT)
         except ApiException as exc:
             if not self._expected(exc):
                 raise

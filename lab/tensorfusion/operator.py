@@ -185,7 +185,7 @@ class Operator:
             return None
         try:
             self.api.core.patch_namespaced_config_map(KNOBS_NAME, self.ns, {"metadata": {
-                "annotations": {KNOBS_APPLIED: knobs_digest(self.knobs_data)}}})
+                "annotations": {KNOBS_APPLIED: knobs_digest(self.knobs_data)}}}, _request_timeout=30)
         except client.ApiException as exc:
             if exc.status != 404:
                 raise
