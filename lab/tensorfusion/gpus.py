@@ -19,7 +19,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from . import hashes
-from .controllers import GPU_MODEL, GPU_TFLOPS, GPU_VRAM, L_OWNER, L_POOL, owner_ref
+from .controllers import GPU_MODEL, GPU_TFLOPS, GPU_VRAM, L_OWNER, L_POOL, _flag_value, owner_ref
 
 GROUP, VERSION = "tensor-fusion.ai", "v1"
 log = logging.getLogger("tf-gpus")
@@ -27,11 +27,8 @@ log = logging.getLogger("tf-gpus")
 
 def hypervisor_args(pod: dict) -> dict:
     """{"isolation-policy": ..., "isolation-mode": ...} of a hypervisor Pod's first container."""
-    out = {}
-    for arg in ((pod.get("spec") or {}).get("containers") or [{}])[0].get("args") or []:
-        key, _, value = arg.lstrip("-").partition("=")
-        out[key] = value
-    return out
+    args = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("args")
+    return dict((name, _flag_value(args, "--" + name)) for name in ("isolation-policy", "isolation-mode"))
 
 
 def gpu_objects(gpunode: dict, count: int, args: dict):

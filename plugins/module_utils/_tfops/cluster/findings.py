@@ -7,6 +7,7 @@ Each finding: code, severity (blocking / warning / info), object, and a sentence
 
 from __future__ import annotations
 
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.isolation_policy import BINARY_DEFAULT
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.stale import stale
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool.chart_drift import describe
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.rules import SEVERITIES, finding
@@ -155,7 +156,7 @@ def operator_isolation_policy(data):
     """The isolation policy the operator runs with (its controller's TF_ISOLATION_MODE_POLICY;
     without it the binary's own default, static), or None when the controllers disagree or none
     is seen."""
-    policies = set((c.get("isolation_policy") or "static").lower() for c in data["controller"])
+    policies = set((c.get("isolation_policy") or BINARY_DEFAULT).lower() for c in data["controller"])
     return policies.pop() if len(policies) == 1 else None
 
 

@@ -15,6 +15,7 @@ from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.predi
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import chart_drift
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.maintenance import lock as locks
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import rollout
+from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import isolation_policy
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.gpupool import stale
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.core.deadline import parse_time
 from ansible_collections.tensorfusion.ops.plugins.module_utils._tfops.helm.storage import ReleaseStorage
@@ -210,9 +211,7 @@ class Gatherer:
                     "available": int(status.get("availableReplicas") or 0),
                     "images": [c.get("image") for c in obj["spec"]["template"]["spec"].get("containers") or []],
                     # The operator's isolation policy, as its controller container is given it.
-                    "isolation_policy": next((e.get("value") for c in obj["spec"]["template"]["spec"].get(
-                        "containers") or [] if c.get("name") == "controller" for e in c.get("env") or []
-                        if e.get("name") == "TF_ISOLATION_MODE_POLICY"), None)}
+                    "isolation_policy": isolation_policy.controller_policy(obj)}
         return self._list("Deployment", project, api_version="apps/v1", namespace=self.namespace,
                           label_selector=selector)
 

@@ -11,20 +11,26 @@ POLICY_ENV = "TF_ISOLATION_MODE_POLICY"
 BINARY_DEFAULT = "static"  # the operator binary's own default, without the variable
 
 
+def controller_policy(deployment):
+    """The isolation policy a controller Deployment (a dict) gives the operator, lowercased (the
+    binary's default without the variable); None when it has no ``controller`` container."""
+    spec = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {})
+    for container in spec.get("containers") or []:
+        if container.get("name") == "controller":
+            for env in container.get("env") or []:
+                if env.get("name") == POLICY_ENV and env.get("value"):
+                    return str(env["value"]).lower()
+            return BINARY_DEFAULT
+    return None
+
+
 def operator_policy(docs):
     """The isolation policy the controller Deployment of ``docs`` (a rendered manifest's
     documents) gives the operator, lowercased; None when the manifest renders no controller."""
     for doc in docs:
         labels = ((doc.get("metadata") or {}).get("labels") or {})
-        if doc.get("kind") != "Deployment" or labels.get("tensor-fusion.ai/component") != "operator":
-            continue
-        spec = (((doc.get("spec") or {}).get("template") or {}).get("spec") or {})
-        for container in spec.get("containers") or []:
-            if container.get("name") == "controller":
-                for env in container.get("env") or []:
-                    if env.get("name") == POLICY_ENV and env.get("value"):
-                        return str(env["value"]).lower()
-                return BINARY_DEFAULT
+        if doc.get("kind") == "Deployment" and labels.get("tensor-fusion.ai/component") == "operator":
+            return controller_policy(doc)
     return None
 
 
